@@ -1,0 +1,25 @@
+#include "benches/harness/busy_work.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+namespace locklab::bench {
+
+void BusyWork::calibrate() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using Clock = std::chrono::steady_clock;
+    constexpr std::uint64_t kIterations = 2'000'000;
+    double best_ns = 1e300;
+    for (int trial = 0; trial < 9; ++trial) {
+      auto start = Clock::now();
+      spin_iterations(kIterations);
+      double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+      best_ns = std::min(best_ns, ns);
+    }
+    iterations_per_ns_ = static_cast<double>(kIterations) / std::max(best_ns, 1.0);
+  });
+}
+
+}  // namespace locklab::bench

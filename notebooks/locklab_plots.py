@@ -1,0 +1,572 @@
+#!/usr/bin/python3
+"""Read locklab benchmark results (Google Benchmark JSON) and plot them.
+
+This is the one plotting module of locklab: ``./lab plot`` calls its command
+line, and the notebooks import it.
+
+Data model
+----------
+Every suite writes ``results/<suite>.json`` in Google Benchmark's format.  A
+point's name is ``<suite>/<Impl>/waiters:<N>`` optionally followed by more
+``/<knob>:<value>`` parts (``/cs_ns:200``).  Any numeric key of an entry that
+is not one of Google Benchmark's own keys is a *counter* (``items_per_second``,
+``ns_per_op``, ``cpu_per_wall``, ``fairness``, ``cas_failures_per_op`` ...).
+
+:func:`load_suite` turns a file into a DataFrame with one row per point:
+``suite``, ``impl``, ``peer``, ``waiters``, the other knobs, ``n_reps``, and
+for every counter ``<counter>`` (the median over the repetitions) plus
+``<counter>_min`` and ``<counter>_max`` (equal to the median for a single run).
+
+API
+---
+- :func:`load_suite`, :func:`load_context`, :func:`machine_title`
+- :func:`is_peer` -- the rule that tells peer implementations from ours
+- :func:`find_suite_json` -- which results file a notebook should show
+- :func:`apply_style`, :func:`plot_throughput`, :func:`plot_counter`
+- :func:`plot_suite` -- one PNG per knob combination of a suite
+- :func:`summary_table` -- a fixed-width text table for the terminal
+
+Command line (``--help`` for details)::
+
+    /usr/bin/python3 notebooks/locklab_plots.py plot RESULTS_DIR [OUT_DIR]
+    /usr/bin/python3 notebooks/locklab_plots.py summary JSON [JSON ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib import ticker
+
+# Keys Google Benchmark itself writes into an entry; every other numeric key
+# is a counter.
+GBENCH_KEYS = frozenset({
+    "name", "run_name", "run_type", "family_index", "per_family_instance_index",
+    "repetitions", "repetition_index", "threads", "iterations", "real_time",
+    "cpu_time", "time_unit", "aggregate_name", "aggregate_unit", "label",
+    "error_occurred", "error_message", "skipped", "skip_message",
+})
+
+# Name parts Google Benchmark appends by itself (``/min_time:0.2``,
+# ``/real_time`` ...); they are run settings, not knobs of the experiment.
+GBENCH_NAME_PARTS = frozenset({
+    "min_time", "min_warmup_time", "iterations", "repeats", "threads",
+    "real_time", "process_time", "manual_time",
+})
+
+# Counters that describe the experiment rather than measure it: they are kept
+# as plain columns (like knobs), never aggregated or plotted.
+PARAMETER_COUNTERS = frozenset({"waiters", "cs_ns", "think_ns"})
+
+# Counters every suite reports; the rest are "family" counters of the suite.
+THROUGHPUT = "items_per_second"
+COMMON_COUNTERS = ("items_per_second", "ns_per_op", "cpu_per_wall", "fairness")
+
+# Implementations whose name starts with one of these are peers (other
+# people's libraries, other languages); everything else is ours.
+PEER_PREFIXES = ("std::", "absl::", "tbb::", "boost::", "folly::", "ck_",
+                 "java.", "node-", "python-", "go-", "rust-")
+
+RESULTS_ENV = "LOCKLAB_RESULTS_DIR"
+
+
+class BenchmarkFormatError(ValueError):
+    """A file that is not a Google Benchmark JSON with locklab points."""
+
+
+def is_peer(impl: str) -> bool:
+    """True when ``impl`` is a peer implementation (drawn grey), not ours.
+
+    The rule is a name prefix: ``std::mutex``, ``absl::Mutex``, ``tbb::...``,
+    ``ck_...``, ``java....``, ``node-...``, ``python-...`` are peers.
+    """
+    return impl.startswith(PEER_PREFIXES)
+
+
+def _parse_value(text: str):
+    """``"4"`` -> 4, ``"0.5"`` -> 0.5, anything else stays a string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_name(name: str) -> dict:
+    """Split ``suite/Impl/waiters:4/cs_ns:200`` into its parts.
+
+    Returns ``{"suite": ..., "impl": ..., "waiters": 4, "cs_ns": 200}``.
+    Google Benchmark's own name parts (``min_time:...``, ``real_time``) are
+    dropped.  A name without a ``/`` (a scenario's table row) is its own impl.
+    """
+    parts = name.split("/")
+    fields = {"suite": parts[0], "impl": parts[1] if len(parts) > 1 else name}
+    for part in parts[2:]:
+        key, sep, value = part.partition(":")
+        if sep and key not in GBENCH_NAME_PARTS:
+            fields[key] = _parse_value(value)
+    return fields
+
+
+def _read_json(path) -> dict:
+    """Read and minimally validate one benchmark JSON file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read JSON: {exc}") from exc
+    if (not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list)
+            or not isinstance(data.get("context", {}), dict)):
+        raise BenchmarkFormatError(
+            f"{path}: not a Google Benchmark JSON (needs a 'benchmarks' list)")
+    if not data["benchmarks"]:
+        raise BenchmarkFormatError(f"{path}: has no benchmark entries")
+    return data
+
+
+def load_context(path) -> dict:
+    """The ``context`` object of a results file (custom values are strings)."""
+    return _read_json(path).get("context", {})
+
+
+def _counter_keys(entry: dict) -> list:
+    return [k for k, v in entry.items()
+            if k not in GBENCH_KEYS and isinstance(v, (int, float))
+            and not isinstance(v, bool)]
+
+
+def _entries_by_point(benchmarks: list) -> dict:
+    """Group the entries to aggregate by point (run name), in file order.
+
+    Uses the "iteration" entries; a point that only has aggregates (a run with
+    ``--benchmark_report_aggregates_only``) falls back to its median, else its
+    mean.  Entries that report an error are skipped.
+    """
+    iterations, aggregates = {}, {}
+    for entry in benchmarks:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise BenchmarkFormatError(f"benchmark entry without a name: {entry!r:.80}")
+        if entry.get("error_occurred") or entry.get("skipped"):
+            continue
+        point = entry.get("run_name", entry["name"])
+        if entry.get("run_type") == "aggregate":
+            aggregates.setdefault(point, {})[entry.get("aggregate_name")] = entry
+        else:
+            iterations.setdefault(point, []).append(entry)
+    for point, by_kind in aggregates.items():
+        if point not in iterations:
+            chosen = by_kind.get("median") or by_kind.get("mean")
+            if chosen is not None:
+                iterations[point] = [chosen]
+    return iterations
+
+
+def load_suite(path) -> pd.DataFrame:
+    """One row per point of a results file; see the module docstring."""
+    data = _read_json(path)
+    rows = []
+    for point, entries in _entries_by_point(data["benchmarks"]).items():
+        row = {"name": point, **parse_name(point)}
+        row["peer"] = is_peer(row["impl"])
+        row["n_reps"] = len(entries)
+        counters = pd.DataFrame([{k: e[k] for k in _counter_keys(e)} for e in entries])
+        for key in counters.columns:
+            values = counters[key].dropna()
+            if key in row:  # a knob also reported as a counter: the name wins
+                continue
+            if key in PARAMETER_COUNTERS:
+                row[key] = values.iloc[0]
+                continue
+            row[key] = values.median()
+            row[f"{key}_min"] = values.min()
+            row[f"{key}_max"] = values.max()
+        rows.append(row)
+    if not rows:
+        raise BenchmarkFormatError(f"{path}: no successful benchmark entries")
+    return pd.DataFrame(rows)
+
+
+def knob_columns(df: pd.DataFrame) -> list:
+    """The knobs other than ``waiters`` that appear in the points' names."""
+    knobs = []
+    for name in df["name"]:
+        for key in parse_name(name):
+            if key not in ("suite", "impl", "waiters") and key not in knobs:
+                knobs.append(key)
+    return knobs
+
+
+def counter_columns(df: pd.DataFrame) -> list:
+    """Measured counters of ``df``: the common ones first, then the family's."""
+    measured = [c for c in df.columns if f"{c}_min" in df.columns]
+    common = [c for c in COMMON_COUNTERS if c in measured]
+    return common + [c for c in measured if c not in COMMON_COUNTERS]
+
+
+def family_counters(df: pd.DataFrame) -> list:
+    """Counters specific to this suite (``cas_failures_per_op`` ...)."""
+    return [c for c in counter_columns(df) if c not in COMMON_COUNTERS]
+
+
+def context_cores(context: dict) -> int | None:
+    """The machine's core count from a context (``num_cpus``, else ``cores``)."""
+    for key in ("num_cpus", "cores"):
+        try:
+            return int(context[key])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return None
+
+
+def machine_title(context: dict) -> str:
+    """E.g. ``AMD EPYC, 2 cores, kernel 6.18 -- quick run abc1234 2026-11-30``."""
+    machine = [context.get("cpu_model") or context.get("host_name") or "unknown machine"]
+    cores = context_cores(context)
+    if cores:
+        machine.append(f"{cores} cores")
+    kernel = re.search(r"\d+\.\d+", str(context.get("kernel", "")))
+    if kernel:
+        machine.append(f"kernel {kernel.group()}")
+    run = [f"{context['locklab_mode']} run" if context.get("locklab_mode") else "run"]
+    if context.get("git_revision") not in (None, "", "unknown"):
+        run.append(str(context["git_revision"]))
+    if context.get("date"):
+        run.append(str(context["date"])[:10])
+    return ", ".join(machine) + " \u2014 " + " ".join(run)
+
+
+def find_repo_root(start=None) -> Path | None:
+    """The directory above ``start`` (default: cwd) holding notebooks/locklab_plots.py."""
+    here = Path(start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "notebooks" / "locklab_plots.py").is_file():
+            return candidate
+    return None
+
+
+def _run_date(path: Path) -> str:
+    try:
+        return str(load_context(path).get("date", ""))
+    except BenchmarkFormatError:
+        return ""
+
+
+def find_suite_json(suite: str, repo_root=None) -> Path | None:
+    """Which ``<suite>.json`` to show, or None when there is none.
+
+    1. ``$LOCKLAB_RESULTS_DIR/<suite>.json`` when that variable is set (and
+       then only there: a driver that points at fresh results must not get
+       reference data instead);
+    2. ``<repo>/results/<suite>.json`` (your own run: ``./lab bench <suite>``);
+    3. the newest (by the run date in its context) of
+       ``<repo>/results/reference/*/<suite>.json``.
+    """
+    if os.environ.get(RESULTS_ENV):
+        path = Path(os.environ[RESULTS_ENV]) / f"{suite}.json"
+        return path if path.is_file() else None
+    root = Path(repo_root) if repo_root else find_repo_root()
+    if root is None:
+        return None
+    own = root / "results" / f"{suite}.json"
+    if own.is_file():
+        return own
+    references = sorted((root / "results" / "reference").glob(f"*/{suite}.json"),
+                        key=lambda p: (_run_date(p), p.stat().st_mtime))
+    return references[-1] if references else None
+
+
+# ---------------------------------------------------------------- plotting
+
+STYLE = {
+    "figure.dpi": 110,
+    "savefig.dpi": 130,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.35,
+    "grid.linewidth": 0.6,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 5.5,
+}
+
+OUR_COLOURS = plt.get_cmap("tab10").colors
+PEER_GREYS = ("#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a", "#a08c78", "#788ca0")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+
+
+def apply_style() -> None:
+    """Set locklab's matplotlib style (fonts, grid, spines) globally."""
+    matplotlib.rcParams.update(STYLE)
+
+
+def impl_styles(impls) -> dict:
+    """Line style per implementation: ours in colour, peers grey and dashed.
+
+    Colours follow the order of ``impls``, so pass the same list to every
+    panel of a figure.
+    """
+    styles, ours, peers = {}, 0, 0
+    for impl in dict.fromkeys(impls):
+        if is_peer(impl):
+            styles[impl] = dict(color=PEER_GREYS[peers % len(PEER_GREYS)], linestyle="--",
+                                marker=MARKERS[(peers + 5) % len(MARKERS)], zorder=2)
+            peers += 1
+        else:
+            styles[impl] = dict(color=OUR_COLOURS[ours % len(OUR_COLOURS)], linestyle="-",
+                                marker=MARKERS[ours % len(MARKERS)], zorder=3)
+            ours += 1
+    return styles
+
+
+def _plain_number(value, _pos=None) -> str:
+    return f"{value:g}"
+
+
+def _waiters_axis(ax, waiters, cores=None, label_cores=True) -> None:
+    """log2 x axis with ticks 1, 2, 4, ...; a dotted line at the core count."""
+    waiters = sorted({int(w) for w in waiters})
+    ax.set_xscale("log", base=2)
+    ticks = waiters if len(waiters) <= 12 else [w for w in waiters if w & (w - 1) == 0]
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_xlabel("waiters")
+    if not (cores and waiters and waiters[0] <= cores <= waiters[-1]):
+        return
+    ax.axvline(cores, color="0.35", linestyle=":", linewidth=1, zorder=1)
+    if label_cores:
+        ax.annotate(f"{cores} cores", xy=(cores, 1), xycoords=("data", "axes fraction"),
+                    xytext=(3, -3), textcoords="offset points", va="top",
+                    fontsize=8, color="0.35")
+
+
+def _log_y_axis(ax) -> None:
+    """log y axis labelled with plain numbers (also 2 and 5 up to 3 decades)."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    low, high = ax.get_ylim()
+    if high / low < 1000:
+        ax.yaxis.set_minor_formatter(ticker.FuncFormatter(
+            lambda v, _: _plain_number(v) if round(v / 10 ** math.floor(math.log10(v))) in (2, 5)
+            else ""))
+    else:
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _lines(ax, df, column, styles, scale=1.0, label=True) -> None:
+    """One line per implementation with a min-max band where repetitions exist."""
+    for impl, style in styles.items():
+        rows = df[df["impl"] == impl].sort_values("waiters")
+        rows = rows[rows[column].notna()]
+        if rows.empty:
+            continue
+        ax.plot(rows["waiters"], rows[column] * scale, label=impl if label else None, **style)
+        if (rows["n_reps"] > 1).any() and f"{column}_min" in rows:
+            ax.fill_between(rows["waiters"], rows[f"{column}_min"] * scale,
+                            rows[f"{column}_max"] * scale, color=style["color"],
+                            alpha=0.18, linewidth=0, zorder=1)
+
+
+def plot_throughput(df, ax=None, cores=None, styles=None, legend=True):
+    """Throughput (M ops/s, log y) against waiters (log2 x), one line per impl."""
+    ax = ax or plt.figure(figsize=(7, 4.2)).gca()
+    styles = styles or impl_styles(df["impl"])
+    _lines(ax, df, THROUGHPUT, styles, scale=1e-6)
+    _waiters_axis(ax, df["waiters"], cores)
+    _log_y_axis(ax)
+    ax.set_ylabel("throughput, M ops/s")
+    ax.set_title("throughput")
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def plot_counter(df, counter, ax=None, cores=None, styles=None, legend=False):
+    """Any counter (``cas_failures_per_op``, ``cpu_per_wall``, ``fairness`` ...)
+    against waiters, linear y, one line per implementation."""
+    ax = ax or plt.figure(figsize=(4.5, 3.2)).gca()
+    styles = styles or impl_styles(df["impl"])
+    _lines(ax, df, counter, styles, label=legend)
+    _waiters_axis(ax, df["waiters"], cores, label_cores=False)
+    ax.set_ylim(bottom=0)
+    if counter == "fairness":
+        ax.set_ylim(0, 1.05)
+    ax.set_title(counter)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def knob_groups(df: pd.DataFrame) -> list:
+    """``[(knobs_dict, rows), ...]``: one group per combination of knobs other
+    than waiters, in file order.  A knob a point does not name is left out."""
+    knobs = knob_columns(df)
+    if not knobs:
+        return [({}, df)]
+    combos = [tuple(None if pd.isna(row[k]) else row[k] for k in knobs)
+              for _, row in df.iterrows()]
+    groups = []
+    for combo in dict.fromkeys(combos):
+        mask = [c == combo for c in combos]
+        groups.append(({k: v for k, v in zip(knobs, combo) if v is not None}, df[mask]))
+    return groups
+
+
+def _knob_text(knobs: dict, sep: str) -> str:
+    """``{"cs_ns": 200.0}`` -> ``cs_ns_200`` (sep ``"_"``) or ``cs_ns=200``."""
+    def value(v):
+        return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+    return sep.join(f"{k}{'_' if sep == '_' else '='}{value(v)}" for k, v in knobs.items())
+
+
+def suite_figure(df, context=None, knobs=None):
+    """The suite figure: throughput on top, family counters, cpu_per_wall and
+    fairness as small panels below.  Returns the matplotlib Figure."""
+    context = context or {}
+    cores = context_cores(context)
+    small = [c for c in family_counters(df) + ["cpu_per_wall", "fairness"]
+             if c in df and df[c].notna().any()]
+    columns = max(1, min(3, len(small)))
+    small_rows = math.ceil(len(small) / columns)
+    fig = plt.figure(figsize=(10, 4.6 + 2.9 * small_rows), layout="constrained")
+    grid = fig.add_gridspec(1 + small_rows, columns, height_ratios=[1.7] + [1] * small_rows)
+    styles = impl_styles(df["impl"])
+    plot_throughput(df, fig.add_subplot(grid[0, :]), cores, styles)
+    for i, counter in enumerate(small):
+        plot_counter(df, counter, fig.add_subplot(grid[1 + i // columns, i % columns]),
+                     cores, styles)
+    suite = df["suite"].iloc[0]
+    knob_text = f" ({_knob_text(knobs, ', ')})" if knobs else ""
+    reps = int(df["n_reps"].max())
+    band = f"; median of {reps} repetitions, band = min\u2013max" if reps > 1 else ""
+    fig.suptitle(f"{suite}{knob_text}\n{machine_title(context)}{band}", fontsize=11)
+    return fig
+
+
+def plot_suite(json_path, out_dir) -> list:
+    """Write ``out_dir/<suite>.png`` (or one ``<suite>_<knob>_<v>.png`` per
+    knob combination) and return the paths written.
+
+    A suite whose points have no ``waiters`` (a scenario table) has nothing to
+    draw against waiters: it returns an empty list.
+    """
+    df = load_suite(json_path)
+    if "waiters" not in df or df["waiters"].isna().all():
+        return []
+    context = load_context(json_path)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    groups = knob_groups(df)
+    written = []
+    apply_style()
+    for knobs, rows in groups:
+        rows = rows[rows["waiters"].notna()]
+        stem = str(rows["suite"].iloc[0]).replace("/", "_")
+        if len(groups) > 1 and knobs:
+            stem += "_" + _knob_text(knobs, "_")
+        path = out_dir / f"{stem}.png"
+        fig = suite_figure(rows, context, knobs)
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _rate_cell(rows) -> str:
+    """A 10-character cell: the throughput of ``rows`` in M ops/s, or ``-``."""
+    if rows.empty or THROUGHPUT not in rows or pd.isna(rows[THROUGHPUT].iloc[0]):
+        return f"{'-':>10}"
+    rate = rows[THROUGHPUT].iloc[0] / 1e6
+    return f"{rate:>10.1f}" if rate >= 1 else f"{rate:>10.3g}"
+
+
+def summary_table(json_path) -> str:
+    """Throughput in M ops/s as a fixed-width text table, impl x waiters,
+    one block per knob combination; peers are marked with ``*``."""
+    df = load_suite(json_path)
+    lines = [f"{df['suite'].iloc[0]} \u2014 {machine_title(load_context(json_path))}"]
+    for knobs, rows in knob_groups(df):
+        reps = int(rows["n_reps"].max())
+        what = "throughput, M ops/s" + (f", median of {reps} reps" if reps > 1 else "")
+        if knobs:
+            what += f" ({_knob_text(knobs, ', ')})"
+        impls = list(dict.fromkeys(rows["impl"]))
+        labels = {impl: impl + (" *" if is_peer(impl) else "") for impl in impls}
+        corner = "impl \\ waiters"
+        width = max(len(corner), *map(len, labels.values()))
+        has_waiters = "waiters" in rows and rows["waiters"].notna().any()
+        columns = sorted(rows["waiters"].dropna().astype(int).unique()) if has_waiters else [""]
+        lines += ["", what, f"{corner:<{width}}" + "".join(f"{w:>10}" for w in columns)]
+        for impl in impls:
+            mine = rows[rows["impl"] == impl]
+            cells = [_rate_cell(mine[mine["waiters"] == w] if has_waiters else mine)
+                     for w in columns]
+            lines.append(f"{labels[impl]:<{width}}" + "".join(cells))
+    if df["peer"].any():
+        lines += ["", "* peer implementation"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------ command line
+
+def _results_files(results_dir: Path) -> list:
+    if not results_dir.is_dir():
+        raise BenchmarkFormatError(f"{results_dir}: no such directory")
+    files = sorted(results_dir.glob("*.json"))
+    if not files:
+        raise BenchmarkFormatError(
+            f"{results_dir}: no *.json results (run ./lab bench <suite> first)")
+    return files
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="locklab_plots.py",
+        description="Plot and tabulate locklab benchmark results (Google Benchmark JSON).")
+    commands = parser.add_subparsers(dest="command", required=True)
+    plot = commands.add_parser(
+        "plot", help="write one PNG per suite (and knob combination) of RESULTS_DIR/*.json")
+    plot.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
+    plot.add_argument("out_dir", type=Path, nargs="?", metavar="OUT_DIR",
+                      help="where to write the PNGs (default: RESULTS_DIR/plots)")
+    summary = commands.add_parser("summary", help="print throughput tables of result files")
+    summary.add_argument("json", type=Path, nargs="+", metavar="JSON")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "plot":
+            files = _results_files(args.results_dir)
+            # Validate everything before writing anything.
+            for path in files:
+                load_suite(path)
+            for path in files:
+                written = plot_suite(path, args.out_dir or args.results_dir / "plots")
+                if not written:
+                    print(f"{path}: no waiters axis, nothing plotted", file=sys.stderr)
+                for png in written:
+                    print(png)
+        else:
+            print("\n\n".join(summary_table(path) for path in args.json))
+    except BenchmarkFormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""Tests of notebooks/locklab_plots.py on small synthetic results files.
+
+Run from the repository root:
+    /usr/bin/python3 -m unittest discover -s notebooks/tests -v
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import locklab_plots as lp  # noqa: E402
+
+CONTEXT = {
+    "date": "2026-11-30T04:10:00+00:00", "host_name": "box", "num_cpus": 2,
+    "library_build_type": "release", "locklab_suite": "counters", "locklab_mode": "quick",
+    "cpu_model": "AMD EPYC", "kernel": "6.18.44", "compiler": "g++ 12.2.0",
+    "git_revision": "abc1234", "duration_ms": "200",
+}
+
+
+def entry(name, items_per_second, rep=0, reps=1, **counters):
+    """One Google Benchmark "iteration" entry with locklab counters."""
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": reps,
+            "repetition_index": rep, "threads": 1, "iterations": 1, "real_time": 200.0,
+            "cpu_time": 390.0, "time_unit": "ms", "items_per_second": items_per_second,
+            "ns_per_op": 1e9 / items_per_second, "cpu_per_wall": 1.95, "fairness": 0.9,
+            # the harness reports its parameters as (float) counters too
+            "waiters": float(name.split("waiters:")[1].split("/")[0]), "cs_ns": 0.0, "think_ns": 0.0,
+            **counters}
+
+
+def aggregate(name, kind, items_per_second):
+    """A Google Benchmark aggregate entry (deliberately inconsistent values:
+    the loader must compute its own median from the iterations)."""
+    return {"name": f"{name}_{kind}", "run_name": name, "run_type": "aggregate",
+            "repetitions": 3, "threads": 1, "aggregate_name": kind, "iterations": 3,
+            "real_time": 200.0, "cpu_time": 390.0, "time_unit": "ms",
+            "items_per_second": items_per_second, "waiters": 1}
+
+
+def single_run():
+    """counters suite, one run per point, ours and one peer."""
+    benchmarks = []
+    for impl, base in [("FetchAddCounter", 100e6), ("CasLoopCounter", 50e6),
+                       ("std::mutex", 10e6)]:
+        for waiters in (1, 2, 4):
+            benchmarks.append(entry(f"counters/{impl}/waiters:{waiters}", base / waiters,
+                                    cas_failures_per_op=0.25 * waiters))
+    return {"context": CONTEXT, "benchmarks": benchmarks}
+
+
+def repetitions():
+    """Three repetitions per point plus aggregates (which must be ignored)."""
+    benchmarks = []
+    for impl in ("FetchAddCounter", "StripedCounter"):
+        for waiters in (1, 2):
+            name = f"counters/{impl}/waiters:{waiters}"
+            for rep, rate in enumerate((30e6, 10e6, 14e6)):
+                benchmarks.append(entry(name, rate * waiters, rep, 3,
+                                        cas_failures_per_op=float(rep)))
+            for kind in ("mean", "median", "stddev", "cv"):
+                benchmarks.append(aggregate(name, kind, 999e6))
+    return {"context": dict(CONTEXT, locklab_mode="full"), "benchmarks": benchmarks}
+
+
+def two_knob_values():
+    """locks suite: cs_ns 200 named, cs_ns 0 only reported as a counter."""
+    benchmarks = []
+    for suffix in ("", "/cs_ns:200"):
+        for waiters in (1, 2):
+            point = entry(f"locks/MutexLock/waiters:{waiters}{suffix}",
+                          (4e6 if suffix else 40e6) / waiters)
+            point["cs_ns"] = 200.0 if suffix else 0.0
+            benchmarks.append(point)
+    return {"context": dict(CONTEXT, locklab_suite="locks"), "benchmarks": benchmarks}
+
+
+class Fixtures(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, relative, data):
+        path = self.tmp / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data if isinstance(data, str) else json.dumps(data))
+        return path
+
+
+class ParsingTest(Fixtures):
+    def test_parse_name_with_knobs(self):
+        self.assertEqual(lp.parse_name("locks/TicketLock/waiters:8/cs_ns:200/ratio:0.5"),
+                         {"suite": "locks", "impl": "TicketLock", "waiters": 8,
+                          "cs_ns": 200, "ratio": 0.5})
+
+    def test_parse_name_drops_google_benchmark_parts(self):
+        self.assertEqual(lp.parse_name("counters/X/waiters:2/min_time:0.200/real_time"),
+                         {"suite": "counters", "impl": "X", "waiters": 2})
+
+    def test_parse_name_keeps_cpp_namespaces(self):
+        self.assertEqual(lp.parse_name("locks/std::mutex/waiters:4")["impl"], "std::mutex")
+
+    def test_scenario_rows_are_tabulated_not_plotted(self):
+        data = {"context": dict(CONTEXT, locklab_suite="coupon"), "benchmarks": [
+            {"name": "coupon/GuardedLock", "run_type": "iteration", "iterations": 1,
+             "items_per_second": 2e6, "phantom_issues": 0},
+            {"name": "naive", "run_type": "iteration", "iterations": 1,
+             "items_per_second": 3e6, "phantom_issues": 7}]}
+        path = self.write("coupon.json", data)
+        df = lp.load_suite(path)
+        self.assertEqual(df["impl"].tolist(), ["GuardedLock", "naive"])
+        self.assertEqual(df["phantom_issues"].tolist(), [0, 7])
+        self.assertEqual(lp.plot_suite(path, self.tmp / "out"), [])
+        rows = [line.split() for line in lp.summary_table(path).splitlines()]
+        self.assertIn(["naive", "3.0"], rows)
+
+    def test_single_run_rows(self):
+        df = lp.load_suite(self.write("counters.json", single_run()))
+        self.assertEqual(len(df), 9)
+        row = df[(df["impl"] == "CasLoopCounter") & (df["waiters"] == 4)].iloc[0]
+        self.assertEqual(row["suite"], "counters")
+        self.assertEqual(row["n_reps"], 1)
+        self.assertAlmostEqual(row["items_per_second"], 12.5e6)
+        self.assertAlmostEqual(row["items_per_second_min"], 12.5e6)
+        self.assertAlmostEqual(row["cas_failures_per_op"], 1.0)
+        self.assertEqual(lp.family_counters(df), ["cas_failures_per_op"])
+        # Google Benchmark's own numbers are not counters.
+        self.assertNotIn("real_time", df.columns)
+        self.assertNotIn("iterations", df.columns)
+
+    def test_median_min_max_over_repetitions_ignoring_aggregates(self):
+        df = lp.load_suite(self.write("counters.json", repetitions()))
+        self.assertEqual(len(df), 4)
+        row = df[(df["impl"] == "StripedCounter") & (df["waiters"] == 2)].iloc[0]
+        self.assertEqual(row["n_reps"], 3)
+        self.assertAlmostEqual(row["items_per_second"], 28e6)  # not the mean, 36e6
+        self.assertAlmostEqual(row["items_per_second_min"], 20e6)
+        self.assertAlmostEqual(row["items_per_second_max"], 60e6)
+        self.assertAlmostEqual(row["cas_failures_per_op"], 1.0)
+        self.assertAlmostEqual(row["cas_failures_per_op_max"], 2.0)
+
+    def test_aggregates_only_falls_back_to_median(self):
+        data = {"context": CONTEXT, "benchmarks": [
+            aggregate("counters/X/waiters:1", "mean", 5e6),
+            aggregate("counters/X/waiters:1", "median", 7e6)]}
+        df = lp.load_suite(self.write("counters.json", data))
+        self.assertEqual(df["items_per_second"].tolist(), [7e6])
+
+    def test_knob_groups(self):
+        df = lp.load_suite(self.write("locks.json", two_knob_values()))
+        groups = lp.knob_groups(df)
+        self.assertEqual([knobs for knobs, _ in groups], [{"cs_ns": 0}, {"cs_ns": 200}])
+        self.assertEqual(groups[1][1]["waiters"].tolist(), [1, 2])
+        self.assertEqual(groups[1][1]["items_per_second"].tolist(), [4e6, 2e6])
+
+    def test_peers(self):
+        for peer in ("std::mutex", "absl::Mutex", "tbb::spin_mutex", "ck_spinlock_mcs",
+                     "java.ReentrantLock", "node-redlock", "python-redis-lock"):
+            self.assertTrue(lp.is_peer(peer), peer)
+        for ours in ("FetchAddCounter", "StripedCounter", "TicketLock", "MutexCounter"):
+            self.assertFalse(lp.is_peer(ours), ours)
+        df = lp.load_suite(self.write("counters.json", single_run()))
+        self.assertEqual(sorted(df[df["peer"]]["impl"].unique()), ["std::mutex"])
+
+    def test_machine_title(self):
+        self.assertEqual(lp.machine_title(CONTEXT),
+                         "AMD EPYC, 2 cores, kernel 6.18 \u2014 quick run abc1234 2026-11-30")
+
+    def test_find_suite_json_order(self):
+        newer = dict(CONTEXT, date="2026-12-01T00:00:00")
+        self.write("notebooks/locklab_plots.py", "")
+        self.write("results/reference/b-old/counters.json", single_run())
+        self.write("results/reference/a-new/counters.json",
+                   {"context": newer, "benchmarks": single_run()["benchmarks"]})
+        env = dict(os.environ)
+        os.environ.pop(lp.RESULTS_ENV, None)
+        try:
+            self.assertEqual(lp.find_suite_json("counters", self.tmp),
+                             self.tmp / "results/reference/a-new/counters.json")
+            own = self.write("results/counters.json", single_run())
+            self.assertEqual(lp.find_suite_json("counters", self.tmp), own)
+            self.assertEqual(lp.find_repo_root(self.tmp / "notebooks"), self.tmp.resolve())
+            os.environ[lp.RESULTS_ENV] = str(self.tmp / "elsewhere")
+            self.assertIsNone(lp.find_suite_json("counters", self.tmp))
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+
+
+class OutputTest(Fixtures):
+    def assert_png(self, path):
+        self.assertTrue(path.is_file(), path)
+        self.assertGreater(path.stat().st_size, 10_000, path)
+        self.assertEqual(path.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+
+    def test_plot_suite_single(self):
+        written = lp.plot_suite(self.write("counters.json", single_run()), self.tmp / "out")
+        self.assertEqual(written, [self.tmp / "out" / "counters.png"])
+        self.assert_png(written[0])
+
+    def test_plot_suite_repetitions(self):
+        written = lp.plot_suite(self.write("counters.json", repetitions()), self.tmp / "out")
+        self.assertEqual([p.name for p in written], ["counters.png"])
+        self.assert_png(written[0])
+
+    def test_plot_suite_one_file_per_knob_value(self):
+        written = lp.plot_suite(self.write("locks.json", two_knob_values()), self.tmp / "out")
+        self.assertEqual([p.name for p in written], ["locks_cs_ns_0.png", "locks_cs_ns_200.png"])
+        for path in written:
+            self.assert_png(path)
+
+    def test_summary_table(self):
+        table = lp.summary_table(self.write("counters.json", single_run()))
+        lines = table.splitlines()
+        self.assertIn("AMD EPYC, 2 cores", lines[0])
+        header = next(line for line in lines if line.startswith("impl"))
+        self.assertEqual(header.split()[-3:], ["1", "2", "4"])
+        fetch_add = next(line for line in lines if line.startswith("FetchAddCounter"))
+        self.assertEqual(fetch_add.split()[1:], ["100.0", "50.0", "25.0"])
+        peer = next(line for line in lines if line.startswith("std::mutex"))
+        self.assertEqual(peer.split()[1:], ["*", "10.0", "5.0", "2.5"])
+        self.assertEqual(len(set(map(len, lines[3:6]))), 1, "columns are not aligned")
+
+    def test_summary_table_repetitions_and_knobs(self):
+        table = lp.summary_table(self.write("counters.json", repetitions()))
+        self.assertIn("median of 3 reps", table)
+        self.assertIn("14.0", table)  # median of 30, 10, 14 M/s at one waiter
+        self.assertNotIn("999", table)  # aggregates are not used
+        table = lp.summary_table(self.write("locks.json", two_knob_values()))
+        self.assertIn("(cs_ns=200)", table)
+
+
+class CommandLineTest(Fixtures):
+    def run_main(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = lp.main([str(a) for a in argv])
+            except SystemExit as exit_:
+                code = exit_.code
+        return code, out.getvalue(), err.getvalue()
+
+    def test_plot_writes_to_default_out_dir(self):
+        self.write("results/counters.json", single_run())
+        self.write("results/locks.json", two_knob_values())
+        code, out, _ = self.run_main("plot", self.tmp / "results")
+        self.assertEqual(code, 0)
+        plots = self.tmp / "results" / "plots"
+        self.assertEqual(sorted(out.split()), sorted(str(plots / n) for n in (
+            "counters.png", "locks_cs_ns_0.png", "locks_cs_ns_200.png")))
+
+    def test_plot_empty_dir(self):
+        code, out, err = self.run_main("plot", self.tmp)
+        self.assertEqual(code, 2)
+        self.assertIn("no *.json", err)
+        self.assertEqual(out, "")
+
+    def test_plot_missing_dir(self):
+        code, _, err = self.run_main("plot", self.tmp / "nope")
+        self.assertEqual(code, 2)
+        self.assertIn("no such directory", err)
+
+    def test_not_a_benchmark_json(self):
+        self.write("results/counters.json", single_run())
+        bad = self.write("results/settings.json", {"colour": "blue"})
+        code, out, err = self.run_main("plot", self.tmp / "results")
+        self.assertEqual(code, 2)
+        self.assertIn(str(bad), err)
+        self.assertFalse((self.tmp / "results" / "plots").exists())
+        code, _, err = self.run_main("summary", self.write("broken.json", "{not json"))
+        self.assertEqual(code, 2)
+        self.assertIn("cannot read JSON", err)
+
+    def test_summary(self):
+        code, out, _ = self.run_main("summary", self.write("counters.json", single_run()))
+        self.assertEqual(code, 0)
+        self.assertIn("FetchAddCounter", out)
+
+    def test_help(self):
+        code, out, _ = self.run_main("--help")
+        self.assertEqual(code, 0)
+        self.assertIn("plot", out)
+        self.assertIn("summary", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

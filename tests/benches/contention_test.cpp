@@ -1,0 +1,105 @@
+#include "benches/harness/contention.hpp"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "primitives/fetch_add_counter.hpp"
+
+namespace locklab::bench {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(ContentionHarnessTest, CountsEveryOperationOfEveryWaiter) {
+  FetchAddCounter counter;
+  Workload w{.waiters = 5, .duration = milliseconds(50)};
+  ContentionResult r = run_contention(w, [&](int) { counter.increment(); });
+  ASSERT_EQ(r.ops_per_waiter.size(), 5u);
+  EXPECT_EQ(static_cast<std::int64_t>(r.total_ops()), counter.get());
+  for (auto ops : r.ops_per_waiter) EXPECT_GT(ops, 0u) << "every waiter ran (fairness > 0)";
+  EXPECT_GT(r.fairness(), 0.0);
+  EXPECT_LE(r.fairness(), 1.0);
+}
+
+TEST(ContentionHarnessTest, RunsAtLeastTheDurationAndStopsByItself) {
+  // Lower bound only: sleep_until never returns early. No upper bound,
+  // because CI machines are noisy (tests never assert speed).
+  Workload w{.waiters = 3, .duration = milliseconds(30)};
+  ContentionResult r = run_contention(w, [](int) {});
+  EXPECT_GE(r.wall_seconds, 0.030);
+  EXPECT_GT(r.ops_per_second(), 0.0);
+  EXPECT_NEAR(r.ns_per_op() * r.ops_per_second(), 1e9, 1.0);
+}
+
+TEST(ContentionHarnessTest, EachWaiterHasItsOwnIndexAndThread) {
+  std::mutex m;
+  std::set<int> indexes;
+  std::set<std::thread::id> ids;
+  Workload w{.waiters = 4, .duration = milliseconds(20)};
+  run_contention(w, [&](int i) {
+    std::lock_guard g(m);
+    indexes.insert(i);
+    ids.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(indexes, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ids.size(), 4u);
+}
+
+TEST(ContentionHarnessTest, LockSeamGivesMutualExclusionAndCountsAcquires) {
+  std::mutex lock;
+  std::int64_t unguarded = 0;  // only ever touched while holding `lock`
+  struct CountingLock {
+    std::mutex& m;
+    std::int64_t& n;
+    void lock() { m.lock(); ++n; }
+    void unlock() { m.unlock(); }
+  } counting{lock, unguarded};
+  Workload w{.waiters = 4, .duration = milliseconds(40), .cs_ns = 100};
+  ContentionResult r = run_lock_contention(counting, w);
+  EXPECT_EQ(static_cast<std::int64_t>(r.total_ops()), unguarded);
+  EXPECT_EQ(r.per_unit, "acquire");
+}
+
+TEST(ContentionHarnessTest, ReportsEventDeltasNotTotals) {
+  FetchAddCounter events;
+  events.add(1000);  // happened before the run: must not be reported
+  Workload w{.waiters = 2, .duration = milliseconds(20)};
+  ContentionResult r = run_contention(
+      w, [&](int) { events.add(2); },
+      [&] { return EventCounts{{"things", static_cast<double>(events.get())}}; });
+  ASSERT_EQ(r.event_deltas.size(), 1u);
+  EXPECT_EQ(r.event_deltas[0].first, "things");
+  EXPECT_DOUBLE_EQ(r.event_deltas[0].second, 2.0 * static_cast<double>(r.total_ops()));
+}
+
+TEST(ContentionHarnessTest, FairnessIsMinOverMax) {
+  ContentionResult r;
+  r.ops_per_waiter = {10, 40, 20};
+  EXPECT_DOUBLE_EQ(r.fairness(), 0.25);
+  r.ops_per_waiter = {0, 5};
+  EXPECT_DOUBLE_EQ(r.fairness(), 0.0);
+  r.ops_per_waiter = {7};
+  EXPECT_DOUBLE_EQ(r.fairness(), 1.0);
+}
+
+TEST(ContentionHarnessTest, RejectsNonsenseWorkloads) {
+  auto run = [](Workload w) { run_contention(w, [](int) {}); };
+  EXPECT_THROW(run({.waiters = 0}), std::invalid_argument);
+  EXPECT_THROW(run({.waiters = 1, .duration = milliseconds(0)}), std::invalid_argument);
+  EXPECT_THROW(run({.waiters = 1, .duration = milliseconds(-5)}), std::invalid_argument);
+  EXPECT_THROW(run({.waiters = 1, .duration = milliseconds(5), .cs_ns = -1}), std::invalid_argument);
+}
+
+TEST(BusyWorkTest, CalibrationGivesAPositiveRate) {
+  BusyWork::calibrate();
+  EXPECT_GT(BusyWork::iterations_per_ns(), 0.0);
+  BusyWork::spin_ns(-10);  // no-op, must not hang
+  BusyWork::spin_ns(1000);
+}
+
+}  // namespace
+}  // namespace locklab::bench
