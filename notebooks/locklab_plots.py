@@ -383,11 +383,19 @@ def _lines(ax, df, column, styles, scale=1.0, label=True) -> None:
                             alpha=0.18, linewidth=0, zorder=1)
 
 
-def plot_throughput(df, ax=None, cores=None, styles=None, legend=True):
-    """Throughput (M ops/s, log y) against waiters (log2 x), one line per impl."""
+def plot_throughput(df, ax=None, cores=None, styles=None, legend=True, floors=None):
+    """Throughput (M ops/s, log y) against waiters (log2 x), one line per impl.
+
+    ``floors`` (from :func:`physical_floors`) adds a dotted reference line per
+    physical limit: the throughput of one such event per operation."""
     ax = ax or plt.figure(figsize=(7, 4.2)).gca()
     styles = styles or impl_styles(df["impl"])
     _lines(ax, df, THROUGHPUT, styles, scale=1e-6)
+    for label, ns in (floors or {}).items():
+        ax.axhline(1e3 / ns, color="#777777", linestyle=(0, (1, 3)), linewidth=1.2, zorder=0)
+        ax.annotate(f"{label} ({ns:,.0f} ns)", xy=(1.0, 1e3 / ns), xycoords=("axes fraction", "data"),
+                    xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom",
+                    fontsize=8, color="#555555")
     _waiters_axis(ax, df["waiters"], cores)
     _log_y_axis(ax)
     ax.set_ylabel("throughput, M ops/s")
@@ -435,9 +443,10 @@ def _knob_text(knobs: dict, sep: str) -> str:
     return sep.join(f"{k}{'_' if sep == '_' else '='}{value(v)}" for k, v in knobs.items())
 
 
-def suite_figure(df, context=None, knobs=None):
-    """The suite figure: throughput on top, family counters, cpu_per_wall and
-    fairness as small panels below.  Returns the matplotlib Figure."""
+def suite_figure(df, context=None, knobs=None, floors=None):
+    """The suite figure: throughput on top (with the ``floors`` reference
+    lines, if any), family counters, cpu_per_wall and fairness as small panels
+    below.  Returns the matplotlib Figure."""
     context = context or {}
     cores = context_cores(context)
     small = [c for c in family_counters(df) + ["cpu_per_wall", "fairness"]
@@ -447,7 +456,7 @@ def suite_figure(df, context=None, knobs=None):
     fig = plt.figure(figsize=(10, 4.6 + 2.9 * small_rows), layout="constrained")
     grid = fig.add_gridspec(1 + small_rows, columns, height_ratios=[1.7] + [1] * small_rows)
     styles = impl_styles(df["impl"])
-    plot_throughput(df, fig.add_subplot(grid[0, :]), cores, styles)
+    plot_throughput(df, fig.add_subplot(grid[0, :]), cores, styles, floors=floors)
     for i, counter in enumerate(small):
         plot_counter(df, counter, fig.add_subplot(grid[1 + i // columns, i % columns]),
                      cores, styles)
@@ -459,32 +468,115 @@ def suite_figure(df, context=None, knobs=None):
     return fig
 
 
-def plot_suite(json_path, out_dir) -> list:
+# Physical limits measured by the `physical_limits` suite that make sense as a
+# ceiling "one such event per operation" on a lock's throughput plot.  (Not on
+# counters: a core that owns the line does many increments per hand-off.)
+FLOOR_LABELS = {
+    "CacheLineHandoff": "one cache-line hand-off per op",
+    "FutexWakeToRun": "one futex wake-to-run per op",
+}
+PHYSICAL_SUITE = "physical_limits"
+
+
+def physical_floors(results_dir) -> dict:
+    """``{label: ns}`` from ``results_dir/physical_limits.json``, or ``{}``."""
+    path = Path(results_dir) / f"{PHYSICAL_SUITE}.json"
+    if not path.is_file():
+        return {}
+    df = load_suite(path)
+    if "floor_ns" not in df:
+        return {}
+    return {label: float(df.loc[df["impl"] == impl, "floor_ns"].iloc[0])
+            for impl, label in FLOOR_LABELS.items() if (df["impl"] == impl).any()}
+
+
+def wants_floors(suite: str) -> bool:
+    """Lock suites get the hand-off ceilings drawn; see FLOOR_LABELS."""
+    return suite.startswith("locks")
+
+
+def plot_physical_limits(df, context, out_dir) -> list:
+    """The physical_limits suite: one horizontal bar per measure, log scale."""
+    rows = df.sort_values("floor_ns")
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(rows) + 1.6), layout="constrained")
+    ax.barh(rows["impl"], rows["floor_ns"], color=OUR_COLOURS[0])
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    for y, ns in enumerate(rows["floor_ns"]):
+        ax.annotate(f"{ns:,.1f} ns", xy=(ns, y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=9)
+    ax.set_xlabel("nanoseconds per event (log scale)")
+    ax.set_title(f"{PHYSICAL_SUITE}: the floor every curve is read against\n{machine_title(context)}",
+                 fontsize=11)
+    path = Path(out_dir) / f"{PHYSICAL_SUITE}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
+
+
+def plot_frame(df, context, out_dir, floors=None) -> list:
+    """Write the PNG(s) of one suite's DataFrame (one per knob combination)
+    and return their paths; ``[]`` if the points have no waiters axis."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    apply_style()
+    suite = str(df["suite"].iloc[0])
+    if suite == PHYSICAL_SUITE and "floor_ns" in df:
+        return plot_physical_limits(df, context, out_dir)
+    if "waiters" not in df or df["waiters"].isna().all():
+        return []
+    groups = knob_groups(df)
+    written = []
+    for knobs, rows in groups:
+        rows = rows[rows["waiters"].notna()]
+        stem = suite.replace("/", "_")
+        if len(groups) > 1 and knobs:
+            stem += "_" + _knob_text(knobs, "_")
+        path = out_dir / f"{stem}.png"
+        fig = suite_figure(rows, context, knobs, floors if wants_floors(suite) else None)
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_suite(json_path, out_dir, floors=None) -> list:
     """Write ``out_dir/<suite>.png`` (or one ``<suite>_<knob>_<v>.png`` per
-    knob combination) and return the paths written.
+    knob combination) for one results file and return the paths written.
 
     A suite whose points have no ``waiters`` (a scenario table) has nothing to
     draw against waiters: it returns an empty list.
     """
-    df = load_suite(json_path)
-    if "waiters" not in df or df["waiters"].isna().all():
-        return []
-    context = load_context(json_path)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    groups = knob_groups(df)
+    return plot_frame(load_suite(json_path), load_context(json_path), out_dir, floors)
+
+
+def load_results_dir(results_dir) -> dict:
+    """``{suite: (DataFrame, context)}`` for every ``*.json`` of a directory.
+
+    Files of the same suite are merged, so a peer driver's file (e.g. the JVM's
+    ``jvm_counters.json``, whose points are named ``counters/java.LongAdder/...``)
+    overlays the C++ suite's curves.  The context is that of the file with the
+    most points of our own (the C++ run), so the title names its machine."""
+    frames = {}
+    for path in _results_files(Path(results_dir)):
+        df = load_suite(path)
+        frames.setdefault(str(df["suite"].iloc[0]), []).append((df, load_context(path)))
+    merged = {}
+    for suite, parts in frames.items():
+        parts.sort(key=lambda part: -int((~part[0]["peer"]).sum()))
+        merged[suite] = (pd.concat([df for df, _ in parts], ignore_index=True), parts[0][1])
+    return merged
+
+
+def plot_results_dir(results_dir, out_dir) -> list:
+    """Every suite of ``results_dir`` -> PNGs in ``out_dir``; returns the paths."""
+    floors = physical_floors(results_dir)
     written = []
-    apply_style()
-    for knobs, rows in groups:
-        rows = rows[rows["waiters"].notna()]
-        stem = str(rows["suite"].iloc[0]).replace("/", "_")
-        if len(groups) > 1 and knobs:
-            stem += "_" + _knob_text(knobs, "_")
-        path = out_dir / f"{stem}.png"
-        fig = suite_figure(rows, context, knobs)
-        fig.savefig(path)
-        plt.close(fig)
-        written.append(path)
+    for suite, (df, context) in load_results_dir(results_dir).items():
+        paths = plot_frame(df, context, out_dir, floors)
+        if not paths:
+            print(f"{suite}: no waiters axis, nothing plotted", file=sys.stderr)
+        written += paths
     return written
 
 
@@ -501,6 +593,11 @@ def summary_table(json_path) -> str:
     one block per knob combination; peers are marked with ``*``."""
     df = load_suite(json_path)
     lines = [f"{df['suite'].iloc[0]} \u2014 {machine_title(load_context(json_path))}"]
+    if df["suite"].iloc[0] == PHYSICAL_SUITE and "floor_ns" in df:
+        width = max(map(len, df["impl"]))
+        lines += ["", "nanoseconds per event"]
+        lines += [f"{impl:<{width}}{ns:>12,.1f}" for impl, ns in zip(df["impl"], df["floor_ns"])]
+        return "\n".join(lines)
     for knobs, rows in knob_groups(df):
         reps = int(rows["n_reps"].max())
         what = "throughput, M ops/s" + (f", median of {reps} reps" if reps > 1 else "")
@@ -550,16 +647,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "plot":
-            files = _results_files(args.results_dir)
-            # Validate everything before writing anything.
-            for path in files:
-                load_suite(path)
-            for path in files:
-                written = plot_suite(path, args.out_dir or args.results_dir / "plots")
-                if not written:
-                    print(f"{path}: no waiters axis, nothing plotted", file=sys.stderr)
-                for png in written:
-                    print(png)
+            # load_results_dir reads (and so validates) every file before
+            # plot_results_dir writes anything.
+            for png in plot_results_dir(args.results_dir, args.out_dir or args.results_dir / "plots"):
+                print(png)
         else:
             print("\n\n".join(summary_table(path) for path in args.json))
     except BenchmarkFormatError as exc:

@@ -75,6 +75,9 @@ struct ContentionResult {
   double wall_seconds = 0;
   double cpu_seconds = 0;
   EventCounts event_deltas;  // after - before, not yet divided
+  // Named values reported as they are (not divided by the operation count),
+  // e.g. latency percentiles {"p99_us", 41.5}. Empty for most suites.
+  EventCounts extra;
 
   std::uint64_t total_ops() const noexcept;
   double ops_per_second() const noexcept;

@@ -31,6 +31,7 @@ void report_to(benchmark::State& state, const ContentionResult& r) {
   for (const auto& [name, delta] : r.event_deltas) {
     state.counters[name + "_per_" + r.per_unit] = ops > 0 ? delta / ops : 0.0;
   }
+  for (const auto& [name, value] : r.extra) state.counters[name] = value;
 }
 
 void register_point(const std::string& name, const Workload& workload,
@@ -56,19 +57,32 @@ namespace {
 
 // Google Benchmark appends `/iterations:1/process_time/manual_time` to every
 // name; all locklab points share them, so they only break the schema's
-// `<suite>/<Impl>/waiters:<N>` names. This wrapper clears them before the
-// wrapped reporter (console or JSON) formats the runs.
-template <class Base>
-class SchemaNames : public Base {
+// `<suite>/<Impl>/waiters:<N>` names. This reporter clears them and hands the
+// runs on to the reporter it wraps (console, JSON or CSV, whichever
+// --benchmark_format / --benchmark_out_format chose).
+class SchemaNames final : public benchmark::BenchmarkReporter {
  public:
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
-    std::vector<benchmark::BenchmarkReporter::Run> renamed = runs;
+  explicit SchemaNames(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
+
+  bool ReportContext(const Context& context) override {
+    // Google Benchmark sets the streams on the reporter it was given (this
+    // one) just before this call; the wrapped one must write to them too.
+    inner_->SetOutputStream(&GetOutputStream());
+    inner_->SetErrorStream(&GetErrorStream());
+    return inner_->ReportContext(context);
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    std::vector<Run> renamed = runs;
     for (auto& run : renamed) {
       run.run_name.iterations.clear();
       run.run_name.time_type.clear();
     }
-    Base::ReportRuns(renamed);
+    inner_->ReportRuns(renamed);
   }
+  void Finalize() override { inner_->Finalize(); }
+
+ private:
+  benchmark::BenchmarkReporter* inner_;
 };
 
 std::string first_line_with(const std::string& path, const std::string& key) {
@@ -206,11 +220,14 @@ int suite_main(const std::string& suite, int argc, char** argv,
   add_context(options);
   register_points(options);
 
-  SchemaNames<benchmark::ConsoleReporter> console;
-  SchemaNames<benchmark::JSONReporter> json;
+  // The display reporter follows --benchmark_format (Google Benchmark owns
+  // it); the file reporter is JSON, the format every locklab tool reads.
+  SchemaNames display(benchmark::CreateDefaultDisplayReporter());
+  benchmark::JSONReporter json_file;
+  SchemaNames file(&json_file);
   bool to_file = false;
   for (const auto& a : args) to_file = to_file || a.rfind("--benchmark_out=", 0) == 0;
-  benchmark::RunSpecifiedBenchmarks(&console, to_file ? &json : nullptr);
+  benchmark::RunSpecifiedBenchmarks(&display, to_file ? &file : nullptr);
   benchmark::Shutdown();
   return 0;
 }

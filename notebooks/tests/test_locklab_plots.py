@@ -82,6 +82,20 @@ def two_knob_values():
     return {"context": dict(CONTEXT, locklab_suite="locks"), "benchmarks": benchmarks}
 
 
+def physical_limits():
+    """physical_limits suite: one point per measure, with floor_ns."""
+    benchmarks = [entry(f"physical_limits/{impl}/waiters:{w}", 1e9 / ns, floor_ns=ns)
+                  for impl, w, ns in (("AtomicRmw", 1, 6.0), ("CacheLineHandoff", 2, 250.0),
+                                      ("FutexWakeToRun", 2, 4000.0))]
+    return {"context": dict(CONTEXT, locklab_suite="physical_limits"), "benchmarks": benchmarks}
+
+
+def jvm_counters():
+    """A peer driver's file overlaying the counters suite."""
+    return {"context": dict(CONTEXT, compiler="OpenJDK 17"),
+            "benchmarks": [entry(f"counters/java.LongAdder/waiters:{w}", 200e6 * w) for w in (1, 2, 4)]}
+
+
 class Fixtures(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory()
@@ -238,6 +252,37 @@ class OutputTest(Fixtures):
         self.assertNotIn("999", table)  # aggregates are not used
         table = lp.summary_table(self.write("locks.json", two_knob_values()))
         self.assertIn("(cs_ns=200)", table)
+
+
+class ResultsDirTest(Fixtures):
+    def test_peer_files_merge_into_their_suite(self):
+        self.write("r/counters.json", single_run())
+        self.write("r/jvm_counters.json", jvm_counters())
+        merged = lp.load_results_dir(self.tmp / "r")
+        self.assertEqual(list(merged), ["counters"])
+        df, context = merged["counters"]
+        self.assertIn("java.LongAdder", set(df["impl"]))
+        self.assertIn("FetchAddCounter", set(df["impl"]))
+        self.assertEqual(context["compiler"], "g++ 12.2.0", "the title names our run, not the peer's")
+        written = lp.plot_results_dir(self.tmp / "r", self.tmp / "out")
+        self.assertEqual([p.name for p in written], ["counters.png"])
+
+    def test_physical_floors_and_their_plot(self):
+        self.write("r/physical_limits.json", physical_limits())
+        self.write("r/locks.json", two_knob_values())
+        self.assertEqual(lp.physical_floors(self.tmp / "r"), {
+            "one cache-line hand-off per op": 250.0, "one futex wake-to-run per op": 4000.0})
+        self.assertEqual(lp.physical_floors(self.tmp / "nothing-here"), {})
+        written = lp.plot_results_dir(self.tmp / "r", self.tmp / "out")
+        self.assertEqual(sorted(p.name for p in written),
+                         ["locks_cs_ns_0.png", "locks_cs_ns_200.png", "physical_limits.png"])
+        table = lp.summary_table(self.tmp / "r" / "physical_limits.json")
+        self.assertIn("CacheLineHandoff", table)
+        self.assertIn("250.0", table)
+
+    def test_floor_lines_only_on_lock_suites(self):
+        self.assertTrue(lp.wants_floors("locks"))
+        self.assertFalse(lp.wants_floors("counters"))
 
 
 class CommandLineTest(Fixtures):
