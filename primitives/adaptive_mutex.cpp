@@ -1,0 +1,127 @@
+#include "primitives/adaptive_mutex.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "primitives/cpu_relax.hpp"
+#include "primitives/futex.hpp"
+
+namespace locklab {
+
+AdaptiveMutex::AdaptiveMutex(SpinPolicy policy) noexcept : policy_(policy) {
+  if (policy_.kind == SpinPolicy::Kind::kAdaptive) {
+    if (policy_.max_spins < policy_.min_spins) policy_.max_spins = policy_.min_spins;
+    policy_.initial_spins = std::clamp(policy_.initial_spins, policy_.min_spins, policy_.max_spins);
+  }
+  spin_budget_.store(policy_.initial_spins, std::memory_order_relaxed);
+}
+
+std::uint32_t AdaptiveMutex::max_spinners() noexcept {
+  static const std::uint32_t n = [] {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw > 1 ? static_cast<std::uint32_t>(hw - 1) : 1u;
+  }();
+  return n;
+}
+
+void AdaptiveMutex::wake_one() noexcept {
+  futex_wake_one(state_);
+  stats_.record_wake();
+}
+
+void AdaptiveMutex::lock_slow() noexcept { acquire_slow<false>({}); }
+
+bool AdaptiveMutex::lock_slow_until(std::chrono::steady_clock::time_point deadline) noexcept {
+  return acquire_slow<true>(deadline);
+}
+
+// Polls up to `budget` times (unbounded for spin-only), trying 0 -> 1 when
+// the word reads 0. Returns whether it took the lock.
+bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
+                         std::chrono::steady_clock::time_point deadline) noexcept {
+  const bool forever = policy_.kind == SpinPolicy::Kind::kSpinOnly;
+  for (std::uint32_t i = 0; forever || i < budget; ++i) {
+    std::uint32_t seen = state_.load(std::memory_order_relaxed);
+    if (seen == kUnlocked) {
+      // Grace poll: a releaser that loops back re-locks within a few ns,
+      // and stealing the line from it costs a cross-core transfer. Try only
+      // if the word is still free one pause later (see "Barging, and the grace poll" in the header).
+      cpu_relax();
+      seen = state_.load(std::memory_order_relaxed);
+      if (seen == kUnlocked &&
+          state_.compare_exchange_weak(seen, kLocked, std::memory_order_acquire, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    ++spins;
+    cpu_relax();
+    // A clock read costs ~20 ns, about one poll: check it every 64 polls.
+    if (timed && (i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return false;
+  }
+  return false;
+}
+
+void AdaptiveMutex::adapt(bool spin_succeeded) noexcept {
+  if (policy_.kind != SpinPolicy::Kind::kAdaptive) return;
+  const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
+  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, b + b / 8 + 1)
+                                            : std::max(policy_.min_spins, b - b / 4);
+  if (next != b) spin_budget_.store(next, std::memory_order_relaxed);
+}
+
+template <bool kTimed>
+bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept {
+  std::int64_t spins = 0;
+  // Phase 1: spin, if the policy spins and a spinner slot is free.
+  if (policy_.kind != SpinPolicy::Kind::kParkOnly) {
+    const bool unlimited = policy_.kind == SpinPolicy::Kind::kSpinOnly;
+    // A plain load filters most latecomers without an RMW; the fetch_add
+    // decides (two threads may pass the load together).
+    bool may_spin = unlimited;
+    if (!unlimited && spinners_.load(std::memory_order_relaxed) < max_spinners()) {
+      may_spin = spinners_.fetch_add(1, std::memory_order_relaxed) < max_spinners();
+      if (!may_spin) spinners_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (may_spin) {
+      const bool got = spin(spin_budget_.load(std::memory_order_relaxed), spins, kTimed, deadline);
+      if (!unlimited) spinners_.fetch_sub(1, std::memory_order_relaxed);
+      adapt(got);
+      if (got) {
+        stats_.record_contended_acquire(spins);
+        return true;
+      }
+      if (unlimited) {  // only a timed spin-only try ends here: timed out
+        stats_.record_contended_acquire(spins);
+        return false;
+      }
+    }
+  }
+  // Phase 2: park. From here on take the lock only in state 2 (see essay).
+  std::uint32_t c = state_.exchange(kLockedWithWaiters, std::memory_order_acquire);
+  while (c != kUnlocked) {
+    FutexWaitResult r;
+    if constexpr (kTimed) {
+      r = futex_wait_until(state_, kLockedWithWaiters, deadline);
+    } else {
+      r = futex_wait(state_, kLockedWithWaiters);
+    }
+    if (r != FutexWaitResult::kValueChanged) stats_.record_park();
+    c = state_.exchange(kLockedWithWaiters, std::memory_order_acquire);
+    if constexpr (kTimed) {
+      // Only after the exchange: a wake-up we consumed must not be lost, so
+      // a timed-out thread still takes a free lock, and if it gives up it
+      // leaves the word at 2 (the holder's unlock will wake someone).
+      if (c != kUnlocked && std::chrono::steady_clock::now() >= deadline) {
+        stats_.record_contended_acquire(spins);
+        return false;
+      }
+    }
+  }
+  stats_.record_contended_acquire(spins);
+  return true;
+}
+
+template bool AdaptiveMutex::acquire_slow<false>(std::chrono::steady_clock::time_point) noexcept;
+template bool AdaptiveMutex::acquire_slow<true>(std::chrono::steady_clock::time_point) noexcept;
+
+}  // namespace locklab

@@ -1,0 +1,319 @@
+// reentrant_lock.hpp — java.util.concurrent.locks.ReentrantLock: a mutex
+// that knows its owner, may be re-acquired by that owner, and refuses to be
+// unlocked by anyone else; with condition variables attached.
+//
+// What it guarantees
+// ------------------
+// State, as seen by a thread T:
+//
+//   state                      T: lock()            T: unlock()
+//   unlocked                   owner=T, holds=1     throws (not owner)
+//   held by T, holds = k       holds = k + 1        holds = k - 1; at 0 unlocked
+//   held by U != T             waits (queued)       throws (not owner)
+//
+// - Mutual exclusion, with happens-before from each final unlock() to the
+//   next owner's lock(): a critical section sees everything the previous
+//   one wrote.
+// - Reentrancy: the owner may lock() / try_lock() again, any number of times
+//   (the hold count is 64 bits); it must unlock() as many times.
+// - Ownership is checked: unlock(), and await/signal on its Conditions, by a
+//   thread that does not hold the lock throw
+//       std::system_error with std::errc::operation_not_permitted
+//   (Java's IllegalMonitorStateException) and change nothing. This is the
+//   difference from a Semaphore(1), which anyone may release.
+// - Fairness, chosen at construction (see semaphore.hpp for the details):
+//     ReentrantLock lock(Fairness::kFair);   // FIFO hand-off, no barging:
+//                                            // waiters acquire in arrival
+//                                            // order, try_lock() included
+//     ReentrantLock lock;                    // kUnfair (default): arrivals may
+//                                            // barge past sleeping waiters
+//   Unfair is faster under contention (the lock never waits for a sleeping
+//   thread to be scheduled) but a waiter can in principle starve; fair gives
+//   every waiter a bound (it is overtaken by nobody) and pays a context
+//   switch per contended hand-off. Unlike Java, a fair lock's untimed
+//   try_lock() does not barge either.
+// - Timeouts: try_lock_for / try_lock_until and Condition::await_for /
+//   await_until use std::chrono::steady_clock. A zero or negative duration
+//   (or a past deadline) is a single try and never waits. A false return
+//   comes no earlier than the deadline; how much later depends on futex
+//   timer slack and scheduling (typically < 100 us on an idle machine).
+//
+// Satisfies Lockable and TimedLockable, so std::lock_guard,
+// std::unique_lock (with a timeout too) and std::scoped_lock work.
+//
+// Thread identity. Ownership is the identity of the *OS thread*
+// (std::thread::id). Anything that moves a logical task between threads
+// while it holds the lock breaks this: a fiber or coroutine that locks on
+// one carrier thread, suspends, and resumes on another would have its
+// unlock() refused (or worse, a different task scheduled onto the first
+// thread would be let in as a reentrant "owner"). That is why the seed used
+// a Semaphore where acquire and release ran on different threads, and it is
+// the subject of the fibers issue (locks that name a fiber, not a thread,
+// as their owner). A thread that exits while holding the lock leaves it
+// locked forever (as in Java); since the OS may reuse a dead thread's id, a
+// later thread could even appear to own it. Do not do that.
+//
+// Conditions. `ReentrantLock::Condition c = lock.new_condition();` (or
+// `ReentrantLock::Condition c(lock);`) is java.util.concurrent's Condition:
+// - await(): the holder atomically (with respect to signal) releases the lock
+//   *completely*, however many times it holds it, waits for a signal, and
+//   re-acquires it with the *same* hold count before returning. A thread
+//   holding the lock 3 times that awaits lets others in, and gets all 3 back.
+// - await_for(d) / await_until(t): the same, giving up at the deadline;
+//   return true if signalled, false if the time ran out (Java's boolean
+//   await(time, unit)). Either way the lock is held again, with the old
+//   hold count, on return. A zero or negative timeout returns false at once
+//   without releasing the lock (Java releases and re-acquires it).
+// - signal() wakes the longest-waiting awaiter (FIFO), signal_all() all of
+//   them; with no awaiter they do nothing. The woken thread then competes
+//   for (fair: queues for) the lock like any other; it returns from await
+//   only once it holds the lock again.
+// - No spurious wake-ups: await returns only after a signal (or timeout).
+//   (Java allows spurious wake-ups; write the usual `while (!ready) await();`
+//   loop anyway, since the state may change between signal and re-lock.)
+// - All of these require the caller to hold the lock (else the same
+//   std::system_error). A Condition belongs to one lock, must not outlive it,
+//   and must not be destroyed while a thread awaits on it.
+//
+// When to use it
+// --------------
+// When one thread locks and the same thread unlocks, and you want either
+// reentrancy (a locked method calling another locked method), conditions,
+// timeouts, fairness, or a guard against unlock-by-the-wrong-thread. When
+// acquire and release may run on different threads, use Semaphore. For the
+// raw fastest mutex, AdaptiveMutex (no owner bookkeeping, spins before
+// parking); this lock parks right away, like Java's.
+//
+// What it costs
+// -------------
+// Uncontended lock(): one relaxed load of the owner (the reentrancy check),
+// one compare-exchange on the permit word, two plain stores (owner, hold
+// count). unlock(): a relaxed load and store of the owner and one
+// compare-exchange. So two atomic read-modify-writes per lock/unlock pair,
+// like std::mutex; a reentrant lock/unlock touches no atomic RMW at all.
+// Contended paths are the Semaphore's (queue, futex park, one wake-up per
+// contended unlock). Memory: a Semaphore (~1.3 KiB with its statistics) plus
+// the owner and hold count; a Condition is three words; an awaiting thread
+// keeps its node on its stack.
+//
+// How it works
+// ------------
+// Java builds ReentrantLock and Semaphore on one queue (AQS). Here the lock
+// *is* a Semaphore(1) with the chosen fairness, which already provides the
+// queue, the parking, FIFO hand-off or barging, timeouts and statistics;
+// this class adds ownership:
+//   owner_  the holding thread's id, or none       (atomic, see below)
+//   holds_  the hold count, >= 1 while held        (plain: only the owner
+//                                                   reads or writes it)
+// lock() first asks "do I already own it?" (owner_ == this thread), and if
+// so just increments holds_; otherwise it takes the permit and then records
+// itself as owner. unlock() checks ownership, decrements, and at zero clears
+// owner_ *before* giving the permit back.
+// A Condition is a FIFO list of nodes on the awaiting threads' stacks, each
+// with its own futex word; the list is guarded by the lock itself (only the
+// holder touches it). signal() unlinks the head node and sets its word while
+// still holding the lock; the awaiter cannot return (and so destroy its
+// node) before it re-acquires the lock, i.e. before the signaller has
+// finished with the node. A timed-out awaiter re-acquires the lock first,
+// then looks at its node: set means a signal came first (return true),
+// otherwise it unlinks itself (return false); holding the lock makes that
+// decision race-free.
+//
+// Memory orders
+// -------------
+// - The permit's acquire/release compare-exchanges (semaphore.hpp) provide
+//   all the happens-before between critical sections.
+// - owner_ is relaxed everywhere. The only question asked of it is "is it
+//   me?". A thread reads its own id there only if it stored it itself and has
+//   not cleared it since: every other writer stores a *different* id or
+//   none, and a thread always observes its own latest store or something
+//   later in the word's modification order (read-after-write coherence).
+//   So the answer to "is it me?" is exact without any ordering. (This is
+//   AQS's argument for a plain exclusiveOwnerThread field.) A thread whose
+//   id is not there, but that will be the next owner, is not yet the owner.
+// - holds_ is a plain integer: written and read only by the owner, and the
+//   permit's release/acquire orders one owner's accesses before the next's.
+// - Condition node words: release store by the signaller, acquire load by
+//   the awaiter (the lock re-acquisition orders everything else).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "primitives/lock_stats.hpp"
+#include "primitives/semaphore.hpp"
+
+namespace locklab {
+
+class ReentrantLock {
+ public:
+  class Condition;
+
+  // Post: unlocked, no owner. Fairness::kUnfair is Java's default.
+  explicit ReentrantLock(Fairness fairness = Fairness::kUnfair) : permit_(1, fairness) {}
+  // Pre: unlocked and no thread waiting (as for std::mutex).
+  ~ReentrantLock() = default;
+  ReentrantLock(const ReentrantLock&) = delete;
+  ReentrantLock& operator=(const ReentrantLock&) = delete;
+
+  // Acquires the lock, waiting as long as it takes; if this thread already
+  // holds it, increments the hold count instead. Post: held by this thread,
+  // hold_count() one higher. Does not throw.
+  void lock() {
+    const std::thread::id self = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) == self) {
+      ++holds_;
+      return;
+    }
+    permit_.acquire();
+    become_owner(self);
+  }
+
+  // Acquires the lock if it is free now (fair: and nobody is queued), or
+  // re-acquires it if this thread holds it; never waits. True on success.
+  bool try_lock() {
+    const std::thread::id self = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) == self) {
+      ++holds_;
+      return true;
+    }
+    if (!permit_.try_acquire()) return false;
+    become_owner(self);
+    return true;
+  }
+
+  // Like lock(), giving up after `timeout` (a single try if <= 0). True on
+  // success; a false return comes no earlier than now + timeout.
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    const std::thread::id self = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) == self) {
+      ++holds_;
+      return true;
+    }
+    if (!permit_.try_acquire_for(timeout)) return false;
+    become_owner(self);
+    return true;
+  }
+
+  // Like try_lock_for with an absolute deadline (a past one: single try).
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    const std::thread::id self = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) == self) {
+      ++holds_;
+      return true;
+    }
+    if (!permit_.try_acquire_until(deadline)) return false;
+    become_owner(self);
+    return true;
+  }
+
+  // Pre: held by this thread. Decrements the hold count; at zero releases
+  // the lock (waking a waiter if any). Throws std::system_error
+  // (std::errc::operation_not_permitted), changing nothing, if this thread
+  // does not hold the lock.
+  void unlock() {
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) throw_not_owner("unlock");
+    if (--holds_ != 0) return;
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    permit_.release();
+  }
+
+  // This thread's holds: 0 if it does not hold the lock (Java getHoldCount).
+  std::int64_t hold_count() const noexcept { return is_held_by_current_thread() ? holds_ : 0; }
+  // Exact for the calling thread (see "Memory orders").
+  bool is_held_by_current_thread() const noexcept {
+    return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  // Whether some thread holds the lock (or, fair mode, it is being handed to
+  // a woken waiter). A snapshot, for monitoring, not for synchronisation.
+  bool is_locked() const noexcept { return permit_.available_permits() == 0; }
+  bool is_fair() const noexcept { return permit_.is_fair(); }
+  // Threads waiting to acquire (not those awaiting a Condition). Snapshots.
+  bool has_queued_threads() const noexcept { return permit_.has_queued_threads(); }
+  std::int64_t queue_length() const noexcept { return permit_.queue_length(); }
+
+  // Slow-path statistics of the lock's queue (contended acquires, parks,
+  // wakes; never spins). The uncontended path records nothing.
+  LockStatsSnapshot stats() const noexcept { return permit_.stats(); }
+
+  // A new condition variable bound to this lock (Java's newCondition()).
+  // Returned by value (guaranteed copy elision); not copyable or movable.
+  Condition new_condition();
+
+ private:
+  void become_owner(std::thread::id self) noexcept {
+    owner_.store(self, std::memory_order_relaxed);
+    holds_ = 1;
+  }
+  [[noreturn]] static void throw_not_owner(const char* what);
+
+  Semaphore permit_;  // 1 permit = unlocked
+  std::atomic<std::thread::id> owner_{};
+  std::int64_t holds_ = 0;  // only the owner reads or writes it
+  static_assert(std::atomic<std::thread::id>::is_always_lock_free);
+};
+
+class ReentrantLock::Condition {
+ public:
+  explicit Condition(ReentrantLock& lock) noexcept : lock_(lock) {}
+  // Pre: no thread awaits on this condition.
+  ~Condition();
+  Condition(const Condition&) = delete;
+  Condition& operator=(const Condition&) = delete;
+
+  // Pre: the caller holds the lock (else std::system_error,
+  // operation_not_permitted, nothing changes). Releases the lock fully,
+  // waits for signal()/signal_all(), re-acquires the lock with the same hold
+  // count. Post: held by the caller with hold_count() as before.
+  void await() { (void)await_until_steady(std::chrono::steady_clock::time_point::max()); }
+
+  // As await(), giving up at now + timeout. True if signalled, false if the
+  // time ran out first (a false return comes no earlier than the deadline).
+  // timeout <= 0: returns false at once and leaves the lock alone (after
+  // the ownership check). Post, either way: as await().
+  template <class Rep, class Period>
+  bool await_for(const std::chrono::duration<Rep, Period>& timeout) {
+    if (timeout <= timeout.zero()) return expired_now();
+    return await_until_steady(detail::steady_deadline_after(timeout));
+  }
+
+  // As await_for, with an absolute deadline.
+  template <class Clock, class Duration>
+  bool await_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return await_until_steady(detail::to_steady_deadline(deadline));
+  }
+
+  // Pre: the caller holds the lock (else std::system_error). Wakes the
+  // longest-waiting awaiter, if any; it returns from await once it gets the
+  // lock back (after the caller releases it).
+  void signal();
+  // Same precondition. Wakes every current awaiter.
+  void signal_all();
+
+  // Pre: the caller holds the lock (else std::system_error). Awaiters not
+  // yet signalled (Java's hasWaiters / getWaitQueueLength).
+  bool has_waiters() const;
+  std::int64_t wait_queue_length() const;
+
+ private:
+  struct Waiter;  // an awaiting thread's node, on its stack (reentrant_lock.cpp)
+
+  bool await_until_steady(std::chrono::steady_clock::time_point deadline);
+  bool expired_now() const;
+  void check_held(const char* what) const;
+  Waiter* pop_locked() noexcept;
+
+  ReentrantLock& lock_;
+  // Guarded by lock_ (only its holder reads or writes them).
+  Waiter* head_ = nullptr;
+  Waiter* tail_ = nullptr;
+  std::int64_t length_ = 0;
+};
+
+inline ReentrantLock::Condition ReentrantLock::new_condition() { return Condition(*this); }
+
+}  // namespace locklab

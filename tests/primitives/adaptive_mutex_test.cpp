@@ -1,0 +1,176 @@
+#include "primitives/adaptive_mutex.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/primitives/lock_conformance.hpp"
+
+namespace locklab {
+namespace {
+
+// The policies as default-constructible types, for the typed suite.
+struct ParkOnlyMutex : AdaptiveMutex {
+  ParkOnlyMutex() : AdaptiveMutex(SpinPolicy::park_only()) {}
+};
+struct SpinOnlyMutex : AdaptiveMutex {
+  SpinOnlyMutex() : AdaptiveMutex(SpinPolicy::spin_only()) {}
+};
+struct FixedSpinMutex : AdaptiveMutex {
+  FixedSpinMutex() : AdaptiveMutex(SpinPolicy::fixed(100)) {}
+};
+
+}  // namespace
+}  // namespace locklab
+
+using AdaptiveMutexTypes =
+    ::testing::Types<locklab::AdaptiveMutex, locklab::ParkOnlyMutex, locklab::SpinOnlyMutex, locklab::FixedSpinMutex>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Adaptive, LockConformance, AdaptiveMutexTypes);
+
+namespace locklab {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `threads` threads x `iterations` lock/unlock, holding for `hold`
+// (sleeping, so the holder leaves the core) every `hold_every`-th time.
+template <class L>
+std::uint64_t hammer(L& lock, int threads, int iterations, std::chrono::microseconds hold = 0us,
+                     int hold_every = 1) {
+  std::uint64_t n = 0;
+  std::vector<std::jthread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < iterations; ++i) {
+        lock.lock();
+        ++n;
+        if (hold.count() > 0 && i % hold_every == 0) std::this_thread::sleep_for(hold);
+        lock.unlock();
+      }
+    });
+  }
+  ts.clear();
+  return n;
+}
+
+TEST(AdaptiveMutexTest, ParksAndWakesUnderContentionWithLongHolds) {
+  // A holder that sleeps 500 us outlasts any spin budget (max 500 polls of
+  // ~20 ns): waiters must park, and unlocks must wake them.
+  AdaptiveMutex lock;
+  EXPECT_EQ(hammer(lock, 4, 50, 500us), 200u);
+  const auto s = lock.stats();
+  EXPECT_GT(s.parks, 0);
+  EXPECT_GT(s.wakes, 0);
+  EXPECT_GT(s.contended_acquires, 0);
+  EXPECT_FALSE(lock.is_locked());
+}
+
+TEST(AdaptiveMutexTest, SpinBudgetShrinksToItsFloorWhenSpinningFails) {
+  AdaptiveMutex lock;
+  const auto& p = lock.policy();
+  ASSERT_EQ(lock.spin_budget(), p.initial_spins);
+  // Every spin fails against a 1 ms hold; each failure cuts the budget by a
+  // quarter, so ~10 failures reach the floor. Bounded rounds.
+  for (int round = 0; round < 20 && lock.spin_budget() > p.min_spins; ++round) hammer(lock, 2, 10, 1000us);
+  EXPECT_EQ(lock.spin_budget(), p.min_spins);
+}
+
+TEST(AdaptiveMutexTest, SpinBudgetGrowsWhenSpinningSucceeds) {
+  // Start at a small budget; short critical sections with two threads on
+  // two cores are the case spinning wins, so successes push it up.
+  SpinPolicy p = SpinPolicy::adaptive();
+  p.min_spins = 16;
+  p.initial_spins = 16;
+  p.max_spins = 4096;
+  AdaptiveMutex lock(p);
+  for (int round = 0; round < 50 && lock.spin_budget() <= 16; ++round) hammer(lock, 2, 20'000);
+  EXPECT_GT(lock.spin_budget(), 16u);
+  EXPECT_LE(lock.spin_budget(), 4096u);
+}
+
+TEST(AdaptiveMutexTest, SpinBudgetStaysWithinBoundsUnderMixedLoad) {
+  SpinPolicy p = SpinPolicy::adaptive();
+  p.min_spins = 8;
+  p.initial_spins = 50;
+  p.max_spins = 200;
+  AdaptiveMutex lock(p);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint32_t> lo{p.max_spins};
+  std::atomic<std::uint32_t> hi{0};
+  std::jthread watcher([&] {
+    while (!stop.load()) {
+      const std::uint32_t b = lock.spin_budget();
+      if (b < lo.load()) lo.store(b);
+      if (b > hi.load()) hi.store(b);
+      std::this_thread::yield();
+    }
+  });
+  hammer(lock, 3, 2'000);             // short sections: grows
+  hammer(lock, 3, 60, 300us, 2);      // long holds: shrinks
+  hammer(lock, 3, 2'000);
+  stop.store(true);
+  watcher.join();
+  EXPECT_GE(lo.load(), p.min_spins);
+  EXPECT_LE(hi.load(), p.max_spins);
+  EXPECT_GE(lock.spin_budget(), p.min_spins);
+  EXPECT_LE(lock.spin_budget(), p.max_spins);
+}
+
+TEST(AdaptiveMutexTest, InitialBudgetIsClampedIntoBounds) {
+  SpinPolicy p = SpinPolicy::adaptive();
+  p.min_spins = 10;
+  p.max_spins = 20;
+  p.initial_spins = 1000;
+  EXPECT_EQ(AdaptiveMutex(p).spin_budget(), 20u);
+  p.initial_spins = 1;
+  EXPECT_EQ(AdaptiveMutex(p).spin_budget(), 10u);
+}
+
+TEST(AdaptiveMutexTest, ParkOnlyNeverSpins) {
+  AdaptiveMutex lock(SpinPolicy::park_only());
+  hammer(lock, 4, 50, 200us);
+  const auto s = lock.stats();
+  EXPECT_EQ(s.spins, 0);
+  EXPECT_GT(s.parks, 0);
+}
+
+TEST(AdaptiveMutexTest, SpinOnlyNeverParks) {
+  AdaptiveMutex lock(SpinPolicy::spin_only());
+  hammer(lock, 3, 30, 200us);
+  const auto s = lock.stats();
+  EXPECT_EQ(s.parks, 0);
+  EXPECT_EQ(s.wakes, 0);
+  EXPECT_GT(s.spins, 0);
+}
+
+TEST(AdaptiveMutexTest, FixedBudgetNeverChanges) {
+  AdaptiveMutex lock(SpinPolicy::fixed(77));
+  hammer(lock, 3, 30, 300us);
+  hammer(lock, 2, 5'000);
+  EXPECT_EQ(lock.spin_budget(), 77u);
+}
+
+TEST(AdaptiveMutexTest, TimedTryOnSpinOnlyTimesOut) {
+  AdaptiveMutex lock(SpinPolicy::spin_only());
+  lock.lock();
+  std::jthread other([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(lock.try_lock_for(20ms));
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 20ms);
+  });
+  other.join();
+  lock.unlock();
+}
+
+TEST(AdaptiveMutexTest, TimedTryWithOtherClockConverts) {
+  AdaptiveMutex lock;
+  EXPECT_TRUE(lock.try_lock_until(std::chrono::system_clock::now() + 10ms));
+  std::jthread other([&] { EXPECT_FALSE(lock.try_lock_until(std::chrono::system_clock::now() + 10ms)); });
+  other.join();
+  lock.unlock();
+}
+
+}  // namespace
+}  // namespace locklab
