@@ -1,0 +1,248 @@
+#include "distributed/client.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+
+#include "distributed/connection.hpp"
+#include "distributed/subscriber.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+int parse_int(std::string_view text, const char* what, std::string_view url) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) {
+    throw std::invalid_argument("redis URL '" + std::string(url) + "': bad " + what + " '" + std::string(text) + "'");
+  }
+  return v;
+}
+
+std::string random_id() {
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    std::uint32_t word = rd();
+    for (int j = 0; j < 8; ++j) {
+      id.push_back(kHex[word & 0xF]);
+      word >>= 4;
+    }
+  }
+  return id;
+}
+
+std::uint64_t this_thread_number() {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t mine = next.fetch_add(1, std::memory_order_relaxed);
+  return mine;
+}
+
+}  // namespace
+
+Client::Options Client::Options::from_url(std::string_view url) {
+  constexpr std::string_view kScheme = "redis://";
+  if (url.substr(0, kScheme.size()) != kScheme) {
+    throw std::invalid_argument("redis URL '" + std::string(url) + "': must start with redis://");
+  }
+  Options o;
+  std::string_view rest = url.substr(kScheme.size());
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view cred = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
+      o.user = std::string(cred.substr(0, colon));
+      o.password = std::string(cred.substr(colon + 1));
+    } else {
+      o.password = std::string(cred);
+    }
+  }
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) o.db = parse_int(db, "database number", url);
+    if (o.db < 0) throw std::invalid_argument("redis URL '" + std::string(url) + "': negative database number");
+  }
+  if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
+    o.port = parse_int(rest.substr(colon + 1), "port", url);
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) throw std::invalid_argument("redis URL '" + std::string(url) + "': no host");
+  if (o.port < 1 || o.port > 65535) throw std::invalid_argument("redis URL '" + std::string(url) + "': port out of range");
+  o.host = std::string(rest);
+  return o;
+}
+
+std::optional<Client::Options> Client::Options::from_env() {
+  const char* url = std::getenv("LOCKLAB_REDIS_URL");
+  if (url == nullptr || *url == '\0') return std::nullopt;
+  Options o = from_url(url);
+  if (const char* pw = std::getenv("LOCKLAB_REDIS_PASSWORD"); pw != nullptr && *pw != '\0') o.password = pw;
+  return o;
+}
+
+Client::Client(Options options) : options_(std::move(options)), id_(random_id()) {
+  if (options_.port < 1 || options_.port > 65535) throw std::invalid_argument("Client: port out of range");
+  if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0) {
+    throw std::invalid_argument("Client: connect_timeout and command_timeout must be positive");
+  }
+  if (options_.max_connections == 0) throw std::invalid_argument("Client: max_connections must be at least 1");
+  auto first = detail::Connection::open(options_, 0);
+  std::lock_guard g(pool_mu_);
+  open_ = 1;
+  idle_.push_back(std::move(first));
+}
+
+Client::~Client() {
+  {
+    std::lock_guard g(subscriber_mu_);
+    subscriber_.reset();
+  }
+  std::lock_guard g(pool_mu_);
+  idle_.clear();
+}
+
+std::string Client::thread_owner() const { return id_ + ":" + std::to_string(this_thread_number()); }
+
+std::size_t Client::open_connections() const {
+  std::lock_guard g(pool_mu_);
+  return open_;
+}
+
+std::unique_ptr<detail::Connection> Client::take() {
+  std::unique_lock g(pool_mu_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.command_timeout;
+  for (;;) {
+    while (!idle_.empty()) {
+      std::unique_ptr<detail::Connection> c = std::move(idle_.back());
+      idle_.pop_back();
+      // A connection opened before a failure was seen is probably dead too;
+      // one the server closed while idle (restart, timeout) surely is.
+      if (c->generation() == generation_ && c->idle_and_alive()) return c;
+      --open_;
+    }
+    if (open_ < options_.max_connections) {
+      ++open_;
+      const std::uint64_t gen = generation_;
+      g.unlock();
+      try {
+        return detail::Connection::open(options_, gen);
+      } catch (...) {
+        g.lock();
+        --open_;
+        pool_cv_.notify_one();
+        throw;
+      }
+    }
+    if (pool_cv_.wait_until(g, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.max_connections) {
+      throw Error(Error::Kind::kTimeout, "no free connection to " + options_.endpoint() + " after " +
+                                             std::to_string(options_.command_timeout.count()) + " ms (all " +
+                                             std::to_string(options_.max_connections) + " busy)");
+    }
+  }
+}
+
+void Client::give_back(std::unique_ptr<detail::Connection> c) {
+  std::lock_guard g(pool_mu_);
+  idle_.push_back(std::move(c));
+  pool_cv_.notify_one();
+}
+
+void Client::discard(std::unique_ptr<detail::Connection> c, bool broken) {
+  c.reset();
+  std::lock_guard g(pool_mu_);
+  --open_;
+  if (broken) ++generation_;
+  pool_cv_.notify_one();
+}
+
+Reply Client::exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout) {
+  std::unique_ptr<detail::Connection> c = take();
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  Reply r;
+  try {
+    r = c->exchange(args, extra_timeout);
+  } catch (const Error& e) {
+    // kTimeout: a late reply would be read by the next user; kIo: broken.
+    discard(std::move(c), e.kind() == Error::Kind::kIo);
+    throw;
+  }
+  give_back(std::move(c));
+  return r;
+}
+
+namespace {
+Reply checked(Reply r, const std::string& endpoint) {
+  if (r.is_error()) throw Error(Error::Kind::kServer, endpoint + " replied: " + r.as_string());
+  return r;
+}
+}  // namespace
+
+Reply Client::command(std::initializer_list<std::string_view> args) {
+  return checked(exchange(std::vector<std::string_view>(args), {}), options_.endpoint());
+}
+
+Reply Client::command(const std::vector<std::string>& args) {
+  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), {}), options_.endpoint());
+}
+
+Reply Client::command_blocking(const std::vector<std::string>& args, std::chrono::milliseconds block) {
+  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), block), options_.endpoint());
+}
+
+std::string Client::sha_for(const Script& script, bool reload) {
+  if (!reload) {
+    std::lock_guard g(scripts_mu_);
+    if (auto it = shas_.find(&script); it != shas_.end()) return it->second;
+  }
+  Reply r = exchange({"SCRIPT", "LOAD", script.source()}, {});
+  if (r.is_error()) {
+    throw Error(Error::Kind::kServer,
+                options_.endpoint() + " refused to load script " + script.name() + ": " + r.as_string());
+  }
+  std::string sha = r.as_string();
+  std::lock_guard g(scripts_mu_);
+  shas_[&script] = sha;
+  return sha;
+}
+
+Reply Client::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  const std::string numkeys = std::to_string(keys.size());
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back("EVALSHA");
+  argv.push_back("");  // the SHA, filled in below
+  argv.push_back(numkeys);
+  for (const auto& k : keys) argv.push_back(k);
+  for (const auto& a : args) argv.push_back(a);
+  std::string sha = sha_for(script, false);
+  argv[1] = sha;
+  Reply r = exchange(argv, {});
+  if (r.is_error() && r.as_string().rfind("NOSCRIPT", 0) == 0) {
+    sha = sha_for(script, true);
+    argv[1] = sha;
+    r = exchange(argv, {});
+  }
+  if (r.is_error()) {
+    throw Error(Error::Kind::kServer,
+                options_.endpoint() + " replied to script " + script.name() + ": " + r.as_string());
+  }
+  return r;
+}
+
+Subscriber& Client::subscriber() {
+  std::lock_guard g(subscriber_mu_);
+  if (!subscriber_) subscriber_ = std::make_unique<Subscriber>(options_);
+  return *subscriber_;
+}
+
+Subscriber* Client::subscriber_if_started() {
+  std::lock_guard g(subscriber_mu_);
+  return subscriber_.get();
+}
+
+}  // namespace locklab::redis

@@ -1,0 +1,175 @@
+// client.hpp — a thread-safe Redis client: a pool of hiredis connections,
+// Lua scripts by SHA, one shared pub/sub connection, typed errors.
+//
+// What it guarantees
+// ------------------
+// - Thread safety: one Client is shared by every thread of a process, like
+//   a connection pool in Lettuce or Redisson. Each command borrows a pooled
+//   connection for exactly one request/reply exchange (one round trip) and
+//   gives it back; connections are opened on demand up to
+//   Options::max_connections (a thread blocked in BLPOP keeps one for the
+//   whole wait, so size the pool for the waiters you expect).
+// - Typed, timely errors (error.hpp): cannot connect to host:port (within
+//   connect_timeout), timed out after N ms, connection lost, the server's own
+//   error text, authentication failed. A command never waits longer than
+//   command_timeout for its reply (plus the block time of a blocking command
+//   sent with command_blocking), and never returns a silent false.
+// - Scripts (script.hpp): SCRIPT LOAD once per script per Client, then
+//   EVALSHA; on NOSCRIPT (server restarted, SCRIPT FLUSH) load again and
+//   retry once. KEYS and ARGV only.
+// - Pub/sub (subscriber.hpp): one dedicated connection per Client, created
+//   on first use, multiplexes every channel the process waits on: 50 waiters
+//   on one lock in one process are one SUBSCRIBE, not 50.
+// - Owner identity: id() is 128 random bits from std::random_device, drawn
+//   once per Client; thread_owner() appends a process-unique number for the
+//   calling thread (never reused, unlike std::thread::id). Lock tokens are
+//   these strings: unguessable across clients, distinct across threads.
+//
+// What it costs
+// -------------
+// command(): one round trip (loopback ~25-40 us warm on the lab machine, see
+// the distributed-locks issue), one pool mutex lock/unlock on each side and
+// the reply's copy into a Reply. eval(): the same after the first call per
+// script (which adds one SCRIPT LOAD). round_trips() counts every exchange,
+// so a benchmark can report round trips per lock acquisition.
+//
+// Failure modes
+// -------------
+// - Server killed: commands in flight fail with kIo, new connections with
+//   kConnect. Restarted on the same port: the next commands reconnect by
+//   themselves (an idle pooled connection is checked with a zero-timeout
+//   poll() before use and dropped if the server closed it; once one
+//   connection has failed, every connection opened before is dropped too).
+//   Scripts are re-loaded on NOSCRIPT.
+// - Slow server: kTimeout after command_timeout; that connection is closed
+//   (its late reply would be read by the next command otherwise).
+// - The client never retries a command by itself: a command whose
+//   connection broke may or may not have run on the server.
+//
+// When to use the environment: Client::Options::from_env() reads
+// LOCKLAB_REDIS_URL (redis://[user:password@]host:port[/db]) and takes the
+// password from LOCKLAB_REDIS_PASSWORD if set, so it need not appear on a
+// command line. Tests never use it: they start their own EmbeddedServer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "distributed/error.hpp"
+#include "distributed/reply.hpp"
+#include "distributed/script.hpp"
+
+namespace locklab::redis {
+
+class Subscriber;
+namespace detail {
+class Connection;
+}
+
+class Client {
+ public:
+  struct Options {
+    std::string host = "127.0.0.1";
+    int port = 6379;
+    int db = 0;
+    std::string user;      // empty: AUTH password only (Redis < 6 style)
+    std::string password;  // empty: no AUTH
+    std::chrono::milliseconds connect_timeout{1'000};
+    std::chrono::milliseconds command_timeout{2'000};
+    std::size_t max_connections = 128;
+
+    // "host:port", for messages.
+    std::string endpoint() const { return host + ":" + std::to_string(port); }
+
+    // Parses redis://[user:password@]host[:port][/db] (also "redis://:pw@h").
+    // Throws std::invalid_argument naming the problem for anything else
+    // (another scheme, a bad port, a bad db number).
+    static Options from_url(std::string_view url);
+    // Options from LOCKLAB_REDIS_URL (nullopt if unset or empty), with the
+    // password replaced by LOCKLAB_REDIS_PASSWORD when that is set.
+    // Throws std::invalid_argument if the URL is malformed.
+    static std::optional<Options> from_env();
+  };
+
+  // Connects one pooled connection right away, so a wrong address fails
+  // here: throws Error(kConnect) "cannot connect to host:port: ..." within
+  // options.connect_timeout, or Error(kAuth). Throws std::invalid_argument
+  // for nonsensical options (port outside 1..65535, zero timeouts or pool).
+  explicit Client(Options options);
+  // Closes every connection and stops the pub/sub thread. Pre: no thread is
+  // inside a call on this Client and no lock built on it is still in use.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends one command, e.g. command({"SET", key, value, "NX", "PX", "100"}),
+  // and returns its reply. Arguments are binary-safe. Throws Error: kServer
+  // if the server answers with an error reply (the message quotes it),
+  // kTimeout / kIo / kConnect as described above. One round trip.
+  Reply command(std::initializer_list<std::string_view> args);
+  Reply command(const std::vector<std::string>& args);
+
+  // For commands that block on the server (BLPOP key timeout): the reply may
+  // take up to `block` longer than command_timeout before kTimeout. Pass the
+  // same block time the command itself carries.
+  Reply command_blocking(const std::vector<std::string>& args, std::chrono::milliseconds block);
+
+  // Runs `script` with KEYS = keys and ARGV = args via EVALSHA (SCRIPT LOAD
+  // on first use and after NOSCRIPT). Throws Error(kServer) with the
+  // server's message if the script fails (e.g. WRONGTYPE inside it).
+  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+
+  // The shared pub/sub connection (started on first call; thread-safe).
+  Subscriber& subscriber();
+  // The same if already started, else nullptr (never starts it: a lock's
+  // fast path must not cost a thread or a connection).
+  Subscriber* subscriber_if_started();
+
+  const Options& options() const noexcept { return options_; }
+  // 32 lower-case hex digits (128 random bits), fixed for this Client.
+  const std::string& id() const noexcept { return id_; }
+  // id() + ":" + a number unique to the calling thread within the process.
+  std::string thread_owner() const;
+
+  // Request/reply exchanges sent so far on pooled connections (every
+  // command, SCRIPT LOAD included; not the pub/sub connection's, which
+  // subscriber() counts). Monotonic; relaxed: a statistic.
+  std::uint64_t round_trips() const noexcept { return round_trips_.load(std::memory_order_relaxed); }
+  // Connections open now (idle + borrowed).
+  std::size_t open_connections() const;
+
+ private:
+  Reply exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout);
+  std::unique_ptr<detail::Connection> take();
+  void give_back(std::unique_ptr<detail::Connection> c);
+  void discard(std::unique_ptr<detail::Connection> c, bool broken);
+  std::string sha_for(const Script& script, bool reload);
+
+  Options options_;
+  std::string id_;
+  std::atomic<std::uint64_t> round_trips_{0};
+
+  mutable std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<detail::Connection>> idle_;
+  std::size_t open_ = 0;
+  std::uint64_t generation_ = 0;  // bumped when a connection breaks
+
+  std::mutex scripts_mu_;
+  std::unordered_map<const Script*, std::string> shas_;
+
+  std::mutex subscriber_mu_;
+  std::unique_ptr<Subscriber> subscriber_;
+};
+
+}  // namespace locklab::redis

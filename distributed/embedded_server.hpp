@@ -1,0 +1,109 @@
+// embedded_server.hpp — a private redis-server for tests and benchmarks:
+// started on 127.0.0.1 with a free port, no persistence, in a temporary
+// directory, stopped on destruction.
+//
+// What it guarantees
+// ------------------
+// - Isolation: the server binds 127.0.0.1 only, on a port the kernel
+//   reported free (bind to port 0, read it back), with `--save ""
+//   --appendonly no` (nothing written to disk but its log) and its working
+//   directory in a fresh mkdtemp() directory under $TMPDIR (default /tmp)
+//   that the destructor removes. A system Redis on 6379 is never touched.
+// - Ready means ready: the constructor returns only after the server
+//   answered PING; if it exits early (port taken between our probe and its
+//   bind: the race every "find a free port" has) it retries on another port,
+//   up to 5 times, then throws std::runtime_error quoting the server's log.
+// - Cleanup: ~EmbeddedServer sends SIGTERM, waits up to 2 s, then SIGKILL,
+//   reaps the child and deletes the directory. Since a crashing test never
+//   runs destructors, the child also asks the kernel (PR_SET_PDEATHSIG) to
+//   SIGKILL it when the thread that started it dies: create servers from a
+//   thread that outlives them (main, or a GoogleTest environment).
+// - Fault injection for tests: kill() is SIGKILL (a crashed server, nothing
+//   flushed), stop() a clean shutdown, restart() starts it again on the SAME
+//   port (clients reconnect by themselves), with empty data.
+//
+// What it costs: one fork+exec and ~10-50 ms until PING answers; ~3 MB of
+// memory per server. start_many(n) starts n independent servers (RedLock
+// needs 3 or 5).
+//
+// Where the binary comes from: $LOCKLAB_REDIS_SERVER if set, else
+// `redis-server` on $PATH, else /usr/bin/redis-server (Debian's package
+// redis-server). Not found: std::runtime_error saying so and how to install.
+//
+// DEBUG commands are enabled for local connections (`enable-debug-command
+// local`, Redis >= 7), so a test can make the server slow (DEBUG SLEEP) to
+// check timeouts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/client.hpp"
+
+namespace locklab::redis {
+
+class EmbeddedServer {
+ public:
+  struct Options {
+    std::string executable;                          // empty: see find_executable()
+    std::chrono::milliseconds start_timeout{5'000};  // until PING answers
+    std::vector<std::string> extra_args;             // e.g. {"--maxmemory", "10mb"}
+  };
+
+  // Starts the server (see the essay). Throws std::runtime_error if the
+  // binary is missing or the server does not come up within start_timeout.
+  EmbeddedServer();
+  explicit EmbeddedServer(Options options);
+  // stop(), then removes the directory. Never throws.
+  ~EmbeddedServer();
+  EmbeddedServer(const EmbeddedServer&) = delete;
+  EmbeddedServer& operator=(const EmbeddedServer&) = delete;
+
+  // n independent servers, each on its own port and directory.
+  static std::vector<std::unique_ptr<EmbeddedServer>> start_many(int n);
+  static std::vector<std::unique_ptr<EmbeddedServer>> start_many(int n, const Options& options);
+
+  // $LOCKLAB_REDIS_SERVER, `redis-server` on $PATH, /usr/bin/redis-server,
+  // or throws std::runtime_error.
+  static std::string find_executable();
+
+  const std::string& host() const noexcept { return host_; }
+  int port() const noexcept { return port_; }
+  std::string url() const { return "redis://" + host_ + ":" + std::to_string(port_); }
+  // Client options pointing at this server (other fields at their defaults).
+  Client::Options client_options() const;
+  // The server's process id while running, else -1.
+  pid_t pid() const noexcept { return pid_; }
+  bool running() const noexcept { return pid_ > 0; }
+  const std::string& directory() const noexcept { return dir_; }
+
+  // Clean shutdown: SIGTERM, up to 2 s, then SIGKILL; reaps the process.
+  // Idempotent; never throws.
+  void stop() noexcept;
+  // SIGKILL now and reap: a crash. Idempotent; never throws.
+  void kill() noexcept;
+  // Starts the server again on the same port (after stop() or kill(); if
+  // running, stops it first). Throws std::runtime_error if it does not come
+  // up (e.g. the port was taken meanwhile).
+  void restart();
+
+  // The last lines of the server's log (for error messages).
+  std::string log_tail(std::size_t max_bytes = 2'000) const;
+
+ private:
+  bool launch(int port, std::string& why);
+  void reap(std::chrono::milliseconds grace) noexcept;
+
+  Options options_;
+  std::string executable_;
+  std::string host_ = "127.0.0.1";
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace locklab::redis

@@ -1,0 +1,324 @@
+#include "distributed/pub_sub_lock.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "distributed/lock_lost.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+// KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner.
+// {1, hold count} if acquired or re-entered, else {0, PTTL}.
+const Script kAcquire("pub_sub_lock.acquire", R"lua(
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, n}
+end
+return {0, redis.call('pttl', KEYS[1])}
+)lua");
+
+// KEYS[1] lock hash; ARGV[1] owner, ARGV[2] channel.
+// Remaining hold count (0: released and published), -1 no key, -2 other owner.
+const Script kRelease("pub_sub_lock.release", R"lua(
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  if redis.call('exists', KEYS[1]) == 1 then return -2 end
+  return -1
+end
+local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if n > 0 then return n end
+redis.call('del', KEYS[1])
+redis.call('publish', ARGV[2], '0')
+return 0
+)lua");
+
+// KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner. 1 renewed, 0 not ours.
+const Script kRenew("pub_sub_lock.renew", R"lua(
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+)lua");
+
+}  // namespace
+
+struct PubSubLock::AsyncRequest {
+  std::string owner;
+  Clock::time_point deadline;
+  std::chrono::milliseconds lease;
+  std::promise<bool> promise;
+  Clock::time_point next_try{};
+  bool due = true;
+};
+
+PubSubLock::PubSubLock(Client& client, std::string name) : PubSubLock(client, std::move(name), Options{}) {}
+
+PubSubLock::PubSubLock(Client& client, std::string name, Options options)
+    : client_(client), name_(std::move(name)), options_(options) {
+  if (name_.empty()) throw std::invalid_argument("PubSubLock: empty name");
+  if (options_.lease.count() < 0) throw std::invalid_argument("PubSubLock: negative lease");
+  if (options_.watchdog_lease.count() < 3) throw std::invalid_argument("PubSubLock: watchdog_lease must be >= 3 ms");
+  channel_ = name_ + ":channel";
+}
+
+PubSubLock::~PubSubLock() {
+  {
+    std::lock_guard g(wd_mu_);
+    wd_stop_ = true;
+    wd_cv_.notify_all();
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+  {
+    std::lock_guard g(async_mu_);
+    async_stop_ = true;
+    if (async_poke_target_ != nullptr) async_poke_target_->poke();
+    async_cv_.notify_all();
+  }
+  if (async_worker_.joinable()) async_worker_.join();
+}
+
+PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::milliseconds lease) {
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  const auto effective = lease.count() > 0 ? lease : options_.watchdog_lease;
+  Reply r = client_.eval(kAcquire, {name_}, {std::to_string(effective.count()), owner});
+  const auto& parts = r.as_array();
+  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "pub_sub_lock.acquire returned " + r.describe());
+  if (parts[0].as_integer() == 1) {
+    holds_.set(owner, parts[1].as_integer());
+    if (lease.count() == 0) watch(owner);
+    return {true, 0};
+  }
+  return {false, parts[1].as_integer()};
+}
+
+bool PubSubLock::try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
+  if (lease.count() < 0) throw std::invalid_argument("PubSubLock::try_lock_for: negative lease");
+  return acquire(detail::deadline_after(wait), lease);
+}
+
+bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds lease) {
+  const std::string owner = client_.thread_owner();
+  const bool may_wait = deadline > Clock::now();
+  std::optional<Subscriber::Subscription> sub;
+  if (may_wait) {
+    // Other waiters of this process already listen: join before attempting,
+    // so no re-check is needed after a failure (no round trip either way).
+    if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
+  }
+  Attempt a = attempt(owner, lease);
+  if (a.acquired) return true;
+  if (!may_wait || Clock::now() >= deadline) return false;
+  if (!sub) {
+    sub = client_.subscriber().subscribe(channel_, deadline);
+    // Subscribed (or out of time): the re-check that catches a release
+    // published before the subscription was live.
+    a = attempt(owner, lease);
+    if (a.acquired) return true;
+    if (!sub) return false;
+  }
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    auto wake = deadline;
+    if (a.pttl_ms >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(a.pttl_ms + 1));
+    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
+      if (!sub->resubscribe(deadline)) return attempt(owner, lease).acquired;
+    }
+    a = attempt(owner, lease);
+    if (a.acquired) return true;
+  }
+}
+
+void PubSubLock::unlock() {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
+  std::int64_t left = 0;
+  try {
+    left = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
+  } catch (...) {
+    holds_.set(owner, 0);
+    unwatch(owner);
+    throw;
+  }
+  if (left < 0) {
+    holds_.set(owner, 0);
+    unwatch(owner);
+    throw LockLost(name_, left == -2);
+  }
+  holds_.set(owner, left);
+  if (left == 0) unwatch(owner);
+}
+
+// --- watchdog ----------------------------------------------------------------
+
+void PubSubLock::watch(const std::string& owner) {
+  std::lock_guard g(wd_mu_);
+  if (wd_stop_) return;
+  const auto period = options_.watchdog_lease / 3;
+  watched_[owner] = Watched{Clock::now() + period, ++watch_generation_};
+  if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watchdog_loop(); });
+  wd_cv_.notify_all();
+}
+
+void PubSubLock::unwatch(const std::string& owner) {
+  std::lock_guard g(wd_mu_);
+  watched_.erase(owner);
+}
+
+void PubSubLock::watchdog_loop() {
+  const auto period = options_.watchdog_lease / 3;
+  const std::string lease = std::to_string(options_.watchdog_lease.count());
+  std::unique_lock g(wd_mu_);
+  while (!wd_stop_) {
+    if (watched_.empty()) {
+      wd_cv_.wait(g);
+      continue;
+    }
+    auto next = Clock::time_point::max();
+    for (const auto& [owner, w] : watched_) next = std::min(next, w.next);
+    const auto now = Clock::now();
+    if (now < next) {
+      wd_cv_.wait_until(g, next);
+      continue;
+    }
+    std::vector<std::pair<std::string, std::uint64_t>> due;
+    for (auto& [owner, w] : watched_) {
+      if (w.next <= now) {
+        due.emplace_back(owner, w.generation);
+        w.next = now + period;
+      }
+    }
+    g.unlock();
+    std::vector<std::pair<std::string, std::uint64_t>> lost;
+    for (const auto& [owner, generation] : due) {
+      try {
+        if (client_.eval(kRenew, {name_}, {lease, owner}).as_integer() == 1) {
+          renewals_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          lost.emplace_back(owner, generation);  // released meanwhile, or expired
+        }
+      } catch (const Error&) {
+        // Redis unreachable: try again next period.
+      }
+    }
+    g.lock();
+    for (const auto& [owner, generation] : lost) {
+      auto it = watched_.find(owner);
+      if (it != watched_.end() && it->second.generation == generation) watched_.erase(it);
+    }
+  }
+}
+
+// --- async ---------------------------------------------------------------------
+
+std::future<bool> PubSubLock::try_lock_async(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
+  if (lease.count() < 0) throw std::invalid_argument("PubSubLock::try_lock_async: negative lease");
+  AsyncRequest r;
+  r.owner = client_.thread_owner();
+  r.deadline = detail::deadline_after(wait);
+  r.lease = lease;
+  std::future<bool> f = r.promise.get_future();
+  std::lock_guard g(async_mu_);
+  if (async_stop_) {
+    r.promise.set_value(false);
+    return f;
+  }
+  async_new_.push_back(std::move(r));
+  if (!async_worker_.joinable()) async_worker_ = std::thread([this] { async_loop(); });
+  if (async_poke_target_ != nullptr) async_poke_target_->poke();
+  async_cv_.notify_all();
+  return f;
+}
+
+void PubSubLock::async_loop() {
+  std::deque<AsyncRequest> pending;
+  std::optional<Subscriber::Subscription> sub;
+  auto fail_all = [&pending](std::exception_ptr e) {
+    for (auto& r : pending) r.promise.set_exception(e);
+    pending.clear();
+  };
+  for (;;) {
+    {
+      std::unique_lock g(async_mu_);
+      if (pending.empty()) {
+        async_poke_target_ = nullptr;
+        sub.reset();
+        async_cv_.wait(g, [this] { return async_stop_ || !async_new_.empty(); });
+      }
+      if (async_stop_) break;
+      while (!async_new_.empty()) {
+        pending.push_back(std::move(async_new_.front()));
+        async_new_.pop_front();
+      }
+    }
+    const auto now = Clock::now();
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (!it->due && it->next_try > now && it->deadline > now) {
+        ++it;
+        continue;
+      }
+      try {
+        const Attempt a = attempt(it->owner, it->lease);
+        const auto after = Clock::now();
+        if (a.acquired || after >= it->deadline) {
+          it->promise.set_value(a.acquired);
+          it = pending.erase(it);
+          continue;
+        }
+        it->due = false;
+        it->next_try = a.pttl_ms >= 0 ? std::min(it->deadline, after + std::chrono::milliseconds(a.pttl_ms + 1))
+                                      : it->deadline;
+      } catch (...) {
+        it->promise.set_exception(std::current_exception());
+        it = pending.erase(it);
+        continue;
+      }
+      ++it;
+    }
+    if (pending.empty()) continue;
+    if (!sub) {
+      try {
+        sub = client_.subscriber().subscribe(channel_, Clock::time_point::max());
+      } catch (...) {
+        fail_all(std::current_exception());
+        continue;
+      }
+      {
+        std::lock_guard g(async_mu_);
+        async_poke_target_ = &*sub;
+      }
+      for (auto& r : pending) r.due = true;  // the re-check after subscribing
+      continue;
+    }
+    auto wake = Clock::time_point::max();
+    for (const auto& r : pending) wake = std::min(wake, r.next_try);
+    switch (sub->wait_until(wake)) {
+      case Subscriber::Wake::kMessage:
+        pending.front().due = true;  // wake-one, oldest first
+        break;
+      case Subscriber::Wake::kReconnected:
+        try {
+          (void)sub->resubscribe(Clock::time_point::max());
+          for (auto& r : pending) r.due = true;
+        } catch (...) {
+          fail_all(std::current_exception());
+        }
+        break;
+      case Subscriber::Wake::kTimeout:
+      case Subscriber::Wake::kPoked:
+        break;
+    }
+  }
+  std::lock_guard g(async_mu_);
+  async_poke_target_ = nullptr;
+  for (auto& r : pending) r.promise.set_value(false);
+  for (auto& r : async_new_) r.promise.set_value(false);
+  async_new_.clear();
+  sub.reset();
+}
+
+}  // namespace locklab::redis

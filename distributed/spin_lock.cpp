@@ -1,0 +1,80 @@
+#include "distributed/spin_lock.hpp"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "distributed/lock_lost.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+// 1: deleted (ours); -1: someone else's key; 0: no key.
+const Script kRelease("spin_lock.release", R"lua(
+local v = redis.call('get', KEYS[1])
+if v == ARGV[1] then
+  redis.call('del', KEYS[1])
+  return 1
+end
+if v then return -1 end
+return 0
+)lua");
+
+double uniform01() {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+}  // namespace
+
+SpinLock::SpinLock(Client& client, std::string name) : SpinLock(client, std::move(name), Options{}) {}
+
+SpinLock::SpinLock(Client& client, std::string name, Options options)
+    : client_(client), name_(std::move(name)), options_(options) {
+  if (name_.empty()) throw std::invalid_argument("SpinLock: empty name");
+  if (options_.lease.count() <= 0) throw std::invalid_argument("SpinLock: lease must be positive");
+  if (options_.retry_interval.count() <= 0 || options_.max_interval.count() <= 0) {
+    throw std::invalid_argument("SpinLock: retry_interval and max_interval must be positive");
+  }
+  if (options_.multiplier < 1.0) throw std::invalid_argument("SpinLock: multiplier must be >= 1");
+  if (options_.jitter < 0.0 || options_.jitter > 1.0) throw std::invalid_argument("SpinLock: jitter must be in [0, 1]");
+}
+
+bool SpinLock::attempt(const std::string& owner) {
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  Reply r = client_.command({"SET", name_, owner, "NX", "PX", std::to_string(options_.lease.count())});
+  return !r.is_nil();
+}
+
+bool SpinLock::acquire_until(Clock::time_point deadline) {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  double interval_ms = static_cast<double>(options_.retry_interval.count());
+  for (;;) {
+    if (attempt(owner)) {
+      holds_.set(owner, 1);
+      return true;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    double sleep_ms = interval_ms * (1.0 - options_.jitter * uniform01());
+    if (options_.backoff == Backoff::kExponential) {
+      interval_ms = std::min(interval_ms * options_.multiplier, static_cast<double>(options_.max_interval.count()));
+    }
+    const auto wake = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(sleep_ms));
+    // The last attempt is made at the deadline, so false never comes early.
+    std::this_thread::sleep_until(std::min(wake, deadline));
+  }
+}
+
+void SpinLock::unlock() {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
+  holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
+  const std::int64_t r = client_.eval(kRelease, {name_}, {owner}).as_integer();
+  if (r != 1) throw LockLost(name_, r == -1);
+}
+
+}  // namespace locklab::redis

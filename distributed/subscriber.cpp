@@ -1,0 +1,331 @@
+#include "distributed/subscriber.hpp"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <system_error>
+#include <vector>
+
+#include "distributed/connection.hpp"
+
+namespace locklab::redis {
+
+struct Subscriber::Channel {
+  enum class Sent { kNone, kSubscribe, kUnsubscribe };
+  std::string name;
+  int refs = 0;               // live Subscriptions
+  std::uint64_t permits = 0;  // wake permits not yet consumed, <= refs
+  Sent last_sent = Sent::kNone;
+  int outstanding = 0;  // (UN)SUBSCRIBE commands not yet acknowledged
+  bool confirmed = false;
+  std::condition_variable permit_cv;  // members in wait_until
+  std::condition_variable state_cv;   // members waiting for confirmation
+};
+
+namespace {
+
+// cv.wait_until with a deadline that may be time_point::max().
+void wait_bounded(std::condition_variable& cv, std::unique_lock<std::mutex>& g, Subscriber::Clock::time_point deadline) {
+  const auto horizon = Subscriber::Clock::now() + std::chrono::hours(1);
+  cv.wait_until(g, deadline < horizon ? deadline : horizon);
+}
+
+}  // namespace
+
+// --- Subscription ----------------------------------------------------------
+
+Subscriber::Subscription::Subscription(Subscriber* hub, Channel* channel)
+    : hub_(hub), channel_(channel), me_(std::make_unique<Member>()) {}
+
+Subscriber::Subscription::Subscription(Subscription&& other) noexcept
+    : hub_(std::exchange(other.hub_, nullptr)),
+      channel_(std::exchange(other.channel_, nullptr)),
+      me_(std::move(other.me_)) {}
+
+Subscriber::Subscription& Subscriber::Subscription::operator=(Subscription&& other) noexcept {
+  if (this != &other) {
+    release();
+    hub_ = std::exchange(other.hub_, nullptr);
+    channel_ = std::exchange(other.channel_, nullptr);
+    me_ = std::move(other.me_);
+  }
+  return *this;
+}
+
+Subscriber::Subscription::~Subscription() { release(); }
+
+void Subscriber::Subscription::release() noexcept {
+  if (hub_ == nullptr) return;
+  bool last = false;
+  {
+    std::lock_guard g(hub_->mu_);
+    Channel& ch = *channel_;
+    --ch.refs;
+    if (ch.permits > static_cast<std::uint64_t>(ch.refs)) ch.permits = static_cast<std::uint64_t>(ch.refs);
+    last = ch.refs == 0;
+  }
+  if (last) hub_->wake_reader();
+  hub_ = nullptr;
+  channel_ = nullptr;
+}
+
+const std::string& Subscriber::Subscription::channel() const { return channel_->name; }
+
+Subscriber::Wake Subscriber::Subscription::wait_until(Clock::time_point deadline) {
+  std::unique_lock g(hub_->mu_);
+  Channel& ch = *channel_;
+  for (;;) {
+    if (hub_->epoch_ != me_->epoch) return Wake::kReconnected;
+    if (me_->poked) {
+      me_->poked = false;
+      return Wake::kPoked;
+    }
+    if (ch.permits > 0) {
+      --ch.permits;
+      return Wake::kMessage;
+    }
+    if (Clock::now() >= deadline) return Wake::kTimeout;
+    wait_bounded(ch.permit_cv, g, deadline);
+  }
+}
+
+bool Subscriber::Subscription::resubscribe(Clock::time_point deadline) {
+  std::unique_lock g(hub_->mu_);
+  return hub_->wait_confirmed(g, *channel_, *me_, deadline);
+}
+
+void Subscriber::Subscription::poke() {
+  std::lock_guard g(hub_->mu_);
+  me_->poked = true;
+  channel_->permit_cv.notify_all();
+}
+
+// --- Subscriber ------------------------------------------------------------
+
+Subscriber::Subscriber(Client::Options options) : options_(std::move(options)) {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "Subscriber: eventfd");
+  reader_ = std::thread([this] { run(); });
+}
+
+Subscriber::~Subscriber() {
+  {
+    std::lock_guard g(mu_);
+    stop_ = true;
+  }
+  wake_reader();
+  reader_.join();
+  ::close(wake_fd_);
+}
+
+void Subscriber::wake_reader() noexcept {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
+std::size_t Subscriber::channel_count() const {
+  std::lock_guard g(mu_);
+  std::size_t n = 0;
+  for (const auto& [name, ch] : channels_) n += ch->refs > 0 ? 1 : 0;
+  return n;
+}
+
+bool Subscriber::wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Member& me, Clock::time_point deadline) {
+  const std::uint64_t errors_before = error_seq_;
+  const auto server_bound = Clock::now() + options_.connect_timeout + options_.command_timeout;
+  if (!ch.confirmed) wake_reader();
+  while (!ch.confirmed) {
+    if (error_seq_ != errors_before) throw Error(Error::Kind::kConnect, last_error_);
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (now >= server_bound) {
+      throw Error(Error::Kind::kTimeout, "timed out after " +
+                                             std::to_string((options_.connect_timeout + options_.command_timeout).count()) +
+                                             " ms waiting for " + options_.endpoint() + " to confirm SUBSCRIBE " + ch.name);
+    }
+    wait_bounded(ch.state_cv, g, deadline < server_bound ? deadline : server_bound);
+  }
+  me.epoch = epoch_;
+  me.poked = false;
+  return true;
+}
+
+std::optional<Subscriber::Subscription> Subscriber::subscribe(const std::string& channel, Clock::time_point deadline) {
+  Channel* ch = nullptr;
+  {
+    std::lock_guard g(mu_);
+    auto& slot = channels_[channel];
+    if (!slot) {
+      slot = std::make_unique<Channel>();
+      slot->name = channel;
+    }
+    ch = slot.get();
+    ++ch->refs;
+  }
+  Subscription s(this, ch);
+  {
+    std::unique_lock g(mu_);
+    if (!wait_confirmed(g, *ch, *s.me_, deadline)) return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<Subscriber::Subscription> Subscriber::join_if_subscribed(const std::string& channel) {
+  std::lock_guard g(mu_);
+  auto it = channels_.find(channel);
+  if (it == channels_.end() || !it->second->confirmed) return std::nullopt;
+  Channel* ch = it->second.get();
+  ++ch->refs;
+  Subscription s(this, ch);
+  s.me_->epoch = epoch_;
+  return s;
+}
+
+void Subscriber::connection_lost() {
+  ++epoch_;
+  for (auto& [name, ch] : channels_) {
+    ch->confirmed = false;
+    ch->last_sent = Channel::Sent::kNone;
+    ch->outstanding = 0;
+    ch->permits = 0;
+    ch->permit_cv.notify_all();
+    ch->state_cv.notify_all();
+  }
+}
+
+void Subscriber::run() {
+  std::unique_ptr<detail::Connection> conn;
+  auto next_retry = Clock::now();
+  std::unique_lock g(mu_);
+  while (!stop_) {
+    bool wanted = false;
+    for (const auto& [name, ch] : channels_) wanted = wanted || ch->refs > 0;
+
+    if (!conn && wanted && Clock::now() >= next_retry) {
+      g.unlock();
+      std::string error;
+      try {
+        conn = detail::Connection::open(options_);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+      g.lock();
+      if (!conn) {
+        last_error_ = "pub/sub connection: " + error;
+        ++error_seq_;
+        next_retry = Clock::now() + std::chrono::milliseconds(100);
+        for (auto& [name, ch] : channels_) ch->state_cv.notify_all();
+      }
+      continue;
+    }
+
+    // What to (un)subscribe; forget channels nobody uses any more.
+    std::vector<std::string> subscribe{"SUBSCRIBE"};
+    std::vector<std::string> unsubscribe{"UNSUBSCRIBE"};
+    for (auto it = channels_.begin(); it != channels_.end();) {
+      Channel& ch = *it->second;
+      if (conn && ch.refs > 0 && ch.last_sent != Channel::Sent::kSubscribe) {
+        subscribe.push_back(ch.name);
+        ch.last_sent = Channel::Sent::kSubscribe;
+        ++ch.outstanding;
+        ch.confirmed = false;
+      } else if (conn && ch.refs == 0 && ch.last_sent == Channel::Sent::kSubscribe) {
+        unsubscribe.push_back(ch.name);
+        ch.last_sent = Channel::Sent::kUnsubscribe;
+        ++ch.outstanding;
+        ch.confirmed = false;
+      }
+      if (ch.refs == 0 && ch.outstanding == 0 && ch.last_sent != Channel::Sent::kSubscribe) {
+        it = channels_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (conn && (subscribe.size() > 1 || unsubscribe.size() > 1)) {
+      bool ok = true;
+      for (auto* cmd : {&subscribe, &unsubscribe}) {
+        if (cmd->size() < 2) continue;
+        std::vector<const char*> argv;
+        std::vector<std::size_t> lens;
+        for (const auto& a : *cmd) {
+          argv.push_back(a.data());
+          lens.push_back(a.size());
+        }
+        ok = ok && redisAppendCommandArgv(conn->context(), static_cast<int>(argv.size()), argv.data(), lens.data()) ==
+                       REDIS_OK;
+        commands_sent_.fetch_add(cmd->size() - 1, std::memory_order_relaxed);
+      }
+      g.unlock();
+      int done = 0;
+      while (ok && done == 0) ok = redisBufferWrite(conn->context(), &done) == REDIS_OK;
+      g.lock();
+      if (!ok) {
+        conn.reset();
+        connection_lost();
+        next_retry = Clock::now();
+        continue;
+      }
+    }
+
+    int timeout_ms = -1;
+    if (!conn && wanted) {
+      timeout_ms = static_cast<int>(
+          std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_retry - Clock::now()).count() + 1));
+    }
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {conn ? conn->fd() : -1, POLLIN, 0}};
+    g.unlock();
+    ::poll(fds, 2, timeout_ms);
+    if ((fds[0].revents & POLLIN) != 0) {
+      std::uint64_t drained = 0;
+      [[maybe_unused]] auto n = ::read(wake_fd_, &drained, sizeof drained);
+    }
+    std::vector<Reply> replies;
+    bool broken = false;
+    if (conn && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      if (redisBufferRead(conn->context()) != REDIS_OK) {
+        broken = true;
+      } else {
+        for (;;) {
+          void* raw = nullptr;
+          if (redisGetReplyFromReader(conn->context(), &raw) != REDIS_OK) {
+            broken = true;
+            break;
+          }
+          if (raw == nullptr) break;
+          replies.push_back(detail::Connection::convert(raw));
+          freeReplyObject(raw);
+        }
+      }
+    }
+    g.lock();
+    for (const Reply& r : replies) {
+      if (!r.is_array() || r.as_array().size() < 3) continue;
+      const auto& parts = r.as_array();
+      if (!parts[0].is_string() || !parts[1].is_string()) continue;
+      const std::string& kind = parts[0].as_string();
+      auto it = channels_.find(parts[1].as_string());
+      if (it == channels_.end()) continue;
+      Channel& ch = *it->second;
+      if (kind == "message") {
+        messages_.fetch_add(1, std::memory_order_relaxed);
+        if (ch.permits < static_cast<std::uint64_t>(ch.refs)) {
+          ++ch.permits;
+          ch.permit_cv.notify_one();
+        }
+      } else if (kind == "subscribe" || kind == "unsubscribe") {
+        if (ch.outstanding > 0) --ch.outstanding;
+        ch.confirmed = ch.last_sent == Channel::Sent::kSubscribe && ch.outstanding == 0;
+        if (ch.confirmed) ch.state_cv.notify_all();
+      }
+    }
+    if (broken) {
+      conn.reset();
+      connection_lost();
+      next_retry = Clock::now();
+    }
+  }
+}
+
+}  // namespace locklab::redis

@@ -1,0 +1,181 @@
+// subscriber.hpp — one shared pub/sub connection per Client, multiplexing
+// every channel this process's lock waiters listen on (Redisson's
+// PublishSubscribeService idea): 50 threads waiting for one lock are one
+// SUBSCRIBE on one connection, and a release message wakes exactly ONE of
+// them, not all 50.
+//
+// The protocol a waiter follows (PubSubLock, AdaptiveLock)
+// --------------------------------------------------------
+//   1. s = subscribe(channel, deadline)   // or join_if_subscribed(channel)
+//   2. attempt the lock                   // AFTER the subscription is live
+//   3. s.wait_until(min(deadline, lease)) // a permit, a timeout, a reconnect
+//   4. back to 2
+// subscribe() returns only once the server has confirmed the SUBSCRIBE (or
+// the channel was already confirmed for another waiter: then it costs no
+// round trip). So any release that happens after step 2 started is published
+// to a connection that is already listening, and no release between "my
+// attempt failed" and "I am listening" can be missed — the Redisson bug
+// where such a waiter sleeps a whole lease.
+//
+// Wake-one: permits, not broadcasts
+// ---------------------------------
+// Each channel keeps a count of *wake permits*. A message adds one permit
+// (at most one per live Subscription: beyond that every member already has
+// a wake-up coming) and wakes one waiting thread, which consumes it and
+// attempts the lock. If that attempt fails (another process or a barging
+// newcomer won), the winner will publish again when it releases. Lost
+// wake-ups are impossible: a permit that arrives while no thread is waiting
+// stays until a member waits (it then attempts at once), and a message is
+// dropped only when every member already holds a pending permit, each of
+// which leads to an attempt after the dropped message arrived.
+//
+// Failure modes
+// -------------
+// - Connection lost (server killed or restarted): every wait_until returns
+//   kReconnected; the waiter calls resubscribe(deadline), which waits for
+//   the reader thread to reconnect and re-subscribe, or throws Error
+//   (kConnect with the reason, or kTimeout). Then it attempts the lock
+//   again: a release that happened while nobody listened is caught by that
+//   attempt.
+// - Server unreachable when subscribing: subscribe() throws the connect
+//   error as soon as the reader thread's attempt fails (within the
+//   Client's connect_timeout), not at the deadline.
+// - A silent publisher (holder crashed): no message ever comes; waiters use
+//   the remaining lease as their wait bound and attempt again.
+//
+// What it costs
+// -------------
+// One thread and one connection per Client, started on first use. A first
+// subscription to a channel costs one SUBSCRIBE round trip on that
+// connection (counted in commands_sent()); further waiters on the same
+// channel cost none; the last one leaving sends UNSUBSCRIBE. A message costs
+// one mutex lock and one condition-variable notify in this process.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "distributed/client.hpp"
+
+namespace locklab::redis {
+
+class Subscriber {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Why wait_until returned.
+  enum class Wake {
+    kMessage,      // a release message (one permit consumed): attempt now
+    kTimeout,      // the deadline passed
+    kPoked,        // poke() was called
+    kReconnected,  // the connection was lost; call resubscribe() first
+  };
+
+ private:
+  struct Channel;
+  struct Member {
+    bool poked = false;
+    std::uint64_t epoch = 0;  // connection epoch this member is live on
+  };
+
+ public:
+  // One member of one channel: counts as a waiter for wake permits from its
+  // construction to its destruction. Movable, not copyable. Must not
+  // outlive its Subscriber.
+  class Subscription {
+   public:
+    Subscription(Subscription&& other) noexcept;
+    Subscription& operator=(Subscription&& other) noexcept;
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+    // Leaves the channel; the last member's leaving unsubscribes it.
+    ~Subscription();
+
+    const std::string& channel() const;
+
+    // Blocks until a wake permit is available (consumes it: kMessage), this
+    // member was poked (kPoked), the connection was lost since this member
+    // became live (kReconnected), or `deadline` (kTimeout). A past deadline
+    // still reports a permit already available. Never throws.
+    Wake wait_until(Clock::time_point deadline);
+
+    // After kReconnected: waits until the channel is subscribed on the new
+    // connection; then this member is live again and true is returned.
+    // False if `deadline` passed first (the caller's own wait budget).
+    // Throws Error(kConnect) with the reader's connect error as soon as a
+    // reconnect attempt fails, Error(kTimeout) if the server has not
+    // confirmed within connect_timeout + command_timeout (whatever the
+    // deadline).
+    bool resubscribe(Clock::time_point deadline);
+
+    // Makes the current or next wait_until of this member return kPoked.
+    // Thread-safe (another thread may call it).
+    void poke();
+
+   private:
+    friend class Subscriber;
+    Subscription(Subscriber* hub, Channel* channel);
+    void release() noexcept;
+
+    Subscriber* hub_ = nullptr;
+    Channel* channel_ = nullptr;
+    std::unique_ptr<Member> me_;
+  };
+
+  // Starts the reader thread; connects lazily on the first subscribe().
+  explicit Subscriber(Client::Options options);
+  // Pre: no Subscription is alive. Stops the thread, closes the connection.
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Joins `channel`, subscribing it on the server if this process does not
+  // listen to it yet, and returns once the server has confirmed it (at once,
+  // without a round trip, if it already was). nullopt if `deadline` (the
+  // caller's wait budget) passed first. Throws Error(kConnect) as soon as
+  // the connection cannot be opened, Error(kTimeout) if the server has not
+  // confirmed within connect_timeout + command_timeout.
+  std::optional<Subscription> subscribe(const std::string& channel, Clock::time_point deadline);
+
+  // Joins `channel` only if it is already confirmed on the server (another
+  // waiter of this process listens to it): never a round trip, never
+  // blocks. nullopt otherwise.
+  std::optional<Subscription> join_if_subscribed(const std::string& channel);
+
+  // SUBSCRIBE + UNSUBSCRIBE commands sent so far (each names one channel).
+  std::uint64_t commands_sent() const noexcept { return commands_sent_.load(std::memory_order_relaxed); }
+  // Messages received so far, on any channel.
+  std::uint64_t messages_received() const noexcept { return messages_.load(std::memory_order_relaxed); }
+  // Channels with at least one live Subscription.
+  std::size_t channel_count() const;
+
+ private:
+  void run();
+  void wake_reader() noexcept;
+  void connection_lost();
+  bool wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Member& me, Clock::time_point deadline);
+
+  Client::Options options_;
+  int wake_fd_ = -1;  // eventfd: wakes the reader's poll()
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
+  std::uint64_t epoch_ = 1;      // bumped on every lost connection
+  std::uint64_t error_seq_ = 0;  // bumped on every failed connect
+  std::string last_error_;
+  bool stop_ = false;
+
+  std::atomic<std::uint64_t> commands_sent_{0};
+  std::atomic<std::uint64_t> messages_{0};
+  std::thread reader_;
+};
+
+}  // namespace locklab::redis

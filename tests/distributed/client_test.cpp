@@ -1,0 +1,202 @@
+#include "distributed/client.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "distributed/subscriber.hpp"
+#include "tests/distributed/redis_test_support.hpp"
+
+namespace locklab::redis::testing {
+namespace {
+
+TEST(ClientOptionsTest, ParsesEveryUrlForm) {
+  auto o = Client::Options::from_url("redis://127.0.0.1:6390");
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 6390);
+  EXPECT_EQ(o.db, 0);
+  EXPECT_TRUE(o.password.empty());
+  o = Client::Options::from_url("redis://alice:s3cret@localhost:7000/3");
+  EXPECT_EQ(o.user, "alice");
+  EXPECT_EQ(o.password, "s3cret");
+  EXPECT_EQ(o.host, "localhost");
+  EXPECT_EQ(o.port, 7000);
+  EXPECT_EQ(o.db, 3);
+  o = Client::Options::from_url("redis://:pw@h");
+  EXPECT_EQ(o.user, "");
+  EXPECT_EQ(o.password, "pw");
+  EXPECT_EQ(o.port, 6379);
+  EXPECT_EQ(o.endpoint(), "h:6379");
+}
+
+TEST(ClientOptionsTest, RejectsMalformedUrlsWithTheReason) {
+  for (const char* bad : {"http://h:1", "redis://", "redis://h:notaport", "redis://h:70000", "redis://h:1/x",
+                          "redis://h:0"}) {
+    try {
+      (void)Client::Options::from_url(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ClientOptionsTest, FromEnvironmentTakesThePasswordFromItsOwnVariable) {
+  ::unsetenv("LOCKLAB_REDIS_URL");
+  EXPECT_FALSE(Client::Options::from_env().has_value());
+  ::setenv("LOCKLAB_REDIS_URL", "redis://u:inurl@127.0.0.1:6400/2", 1);
+  ::setenv("LOCKLAB_REDIS_PASSWORD", "fromenv", 1);
+  auto o = Client::Options::from_env();
+  ::unsetenv("LOCKLAB_REDIS_URL");
+  ::unsetenv("LOCKLAB_REDIS_PASSWORD");
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->password, "fromenv");
+  EXPECT_EQ(o->user, "u");
+  EXPECT_EQ(o->port, 6400);
+  EXPECT_EQ(o->db, 2);
+}
+
+using ClientTest = RedisTest;
+
+TEST_F(ClientTest, CommandsAreBinarySafeAndCountedAsRoundTrips) {
+  const std::string value("a\0b \"quoted\" \r\n", 15);
+  const auto before = client().round_trips();
+  EXPECT_EQ(client().command({"SET", key(), value}).as_string(), "OK");
+  EXPECT_EQ(client().command({"GET", key()}).as_string(), value);
+  EXPECT_TRUE(client().command({"GET", key("missing")}).is_nil());
+  EXPECT_EQ(client().round_trips() - before, 3u);
+}
+
+TEST_F(ClientTest, ServerErrorsAreTypedAndQuoteTheServer) {
+  client().command({"HSET", key(), "f", "v"});
+  try {
+    client().command({"INCR", key()});
+    FAIL() << "INCR on a hash succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer);
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(options().endpoint()), std::string::npos) << e.what();
+  }
+  // The connection stays usable after a server error.
+  EXPECT_EQ(client().command({"PING"}).as_string(), "PONG");
+}
+
+TEST_F(ClientTest, UnreachableServerIsAConnectErrorNamingHostAndPortWithinTheTimeout) {
+  Client::Options o = options();
+  {
+    EmbeddedServer doomed;  // a port that was just free and is closed again
+    o.port = doomed.port();
+  }
+  o.connect_timeout = 300ms;
+  const auto start = Clock::now();
+  try {
+    Client c(o);
+    FAIL() << "connected to a closed port";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kConnect);
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(o.port)), std::string::npos) << e.what();
+  }
+  EXPECT_LT(ms_since(start), 5'000.0) << "a hang, not a timeout";
+}
+
+TEST_F(ClientTest, ASlowServerTimesOutWithATypedErrorAndTheClientRecovers) {
+  Client::Options o = options();
+  o.command_timeout = 200ms;
+  Client impatient(o);
+  std::thread sleeper([&] { client().command({"DEBUG", "SLEEP", "0.6"}); });
+  std::this_thread::sleep_for(50ms);  // let DEBUG SLEEP start first
+  try {
+    impatient.command({"PING"});
+    ADD_FAILURE() << "PING answered during DEBUG SLEEP";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kTimeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("200 ms"), std::string::npos) << e.what();
+  }
+  sleeper.join();
+  EXPECT_EQ(impatient.command({"PING"}).as_string(), "PONG");
+}
+
+const Script kEcho("test.echo", "return {KEYS[1], ARGV[1], redis.call('incr', KEYS[1])}");
+
+TEST_F(ClientTest, ScriptsAreLoadedOnceAndReloadedAfterScriptFlush) {
+  // Keys and arguments are data: Lua syntax inside them changes nothing.
+  const std::string evil_arg = "'); redis.call('flushall'); --";
+  const std::string k = key("with ' quote");
+  Reply r = client().eval(kEcho, {k}, {evil_arg});
+  ASSERT_EQ(r.as_array().size(), 3u);
+  EXPECT_EQ(r.as_array()[0].as_string(), k);
+  EXPECT_EQ(r.as_array()[1].as_string(), evil_arg);
+  EXPECT_EQ(r.as_array()[2].as_integer(), 1);
+  const auto before = client().round_trips();
+  client().eval(kEcho, {k}, {"x"});
+  EXPECT_EQ(client().round_trips() - before, 1u) << "EVALSHA only, no second SCRIPT LOAD";
+  client().command({"SCRIPT", "FLUSH"});
+  const auto flushed = client().round_trips();
+  r = client().eval(kEcho, {k}, {"y"});
+  EXPECT_EQ(r.as_array()[2].as_integer(), 3);
+  EXPECT_EQ(client().round_trips() - flushed, 3u) << "EVALSHA (NOSCRIPT), SCRIPT LOAD, EVALSHA";
+}
+
+const Script kFails("test.fails", "return redis.call('incr', KEYS[1])");
+
+TEST_F(ClientTest, AFailingScriptIsAServerErrorNamingTheScript) {
+  client().command({"RPUSH", key(), "x"});
+  try {
+    client().eval(kFails, {key()}, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer);
+    EXPECT_NE(std::string(e.what()).find("test.fails"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ClientTest, IsSafeToShareBetweenThreads) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) client().command({"INCR", key()});
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(client().command({"GET", key()}).as_string(), "1600");
+  server().restart();  // every pooled connection is closed by the server
+  EXPECT_EQ(client().command({"GET", key()}).is_nil(), true) << "a stale pooled connection was used";
+  EXPECT_LE(client().open_connections(), 8u);
+}
+
+TEST_F(ClientTest, OwnerTokensAreRandomPerClientAndDistinctPerThread) {
+  EXPECT_EQ(client().id().size(), 32u);
+  EXPECT_EQ(client().id().find_first_not_of("0123456789abcdef"), std::string::npos);
+  Client other(options());
+  EXPECT_NE(client().id(), other.id());
+  std::string mine = client().thread_owner();
+  std::string theirs;
+  std::thread([&] { theirs = client().thread_owner(); }).join();
+  EXPECT_NE(mine, theirs);
+  EXPECT_EQ(mine, client().thread_owner());
+  EXPECT_EQ(mine.rfind(client().id(), 0), 0u);
+}
+
+TEST_F(ClientTest, AKilledServerGivesTypedErrorsAndARestartedOneIsUsedAgain) {
+  client().command({"SET", key(), "1"});
+  server().kill();
+  try {
+    client().command({"GET", key()});
+    ADD_FAILURE() << "a command succeeded on a killed server";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.kind() == Error::Kind::kIo || e.kind() == Error::Kind::kConnect) << e.what();
+  }
+  EXPECT_THROW(client().command({"GET", key()}), Error);
+  server().restart();
+  // No persistence: the restarted server is empty. And no command fails on
+  // a pooled connection that the old server's death closed.
+  EXPECT_TRUE(client().command({"GET", key()}).is_nil());
+}
+
+}  // namespace
+}  // namespace locklab::redis::testing

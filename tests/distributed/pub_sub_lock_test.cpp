@@ -1,0 +1,349 @@
+#include "distributed/pub_sub_lock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "distributed/lock_lost.hpp"
+#include "distributed/subscriber.hpp"
+#include "tests/distributed/redis_test_support.hpp"
+
+namespace locklab::redis::testing {
+namespace {
+
+using PubSubLockTest = RedisTest;
+
+PubSubLock::Options leased(std::chrono::milliseconds lease) {
+  PubSubLock::Options o;
+  o.lease = lease;
+  return o;
+}
+
+std::int64_t numsub(Client& c, const std::string& channel) {
+  return c.command({"PUBSUB", "NUMSUB", channel}).as_array().at(1).as_integer();
+}
+
+TEST_F(PubSubLockTest, UncontendedLockAndUnlockAreTwoRoundTrips) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  lock.unlock();  // loads both scripts
+  const auto before = client().round_trips();
+  lock.lock();
+  lock.unlock();
+  EXPECT_EQ(client().round_trips() - before, 2u);
+  EXPECT_EQ(client().subscriber_if_started(), nullptr) << "no waiter, no pub/sub connection";
+}
+
+TEST_F(PubSubLockTest, IsReentrantWithAHoldCountInTheHash) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  lock.lock();
+  EXPECT_TRUE(lock.try_lock());
+  EXPECT_EQ(lock.hold_count(), 3);
+  EXPECT_EQ(client().command({"HGET", key(), client().thread_owner()}).as_string(), "3");
+  lock.unlock();
+  lock.unlock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 1) << "still held once";
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+}
+
+TEST_F(PubSubLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
+  PubSubLock lock(client(), key(), leased(10s));
+  std::uint64_t local = 0;  // plain: guarded by the lock
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        std::lock_guard g(lock);
+        Reply v = client().command({"GET", key("counter")});
+        const long n = v.is_nil() ? 0 : std::stol(v.as_string());
+        client().command({"SET", key("counter"), std::to_string(n + 1)});
+        ++local;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "200");
+  EXPECT_EQ(local, 200u);
+}
+
+// The child half of the cross-process tests: run only via spawn_self.
+TEST(PubSubLockChild, DISABLED_Worker) {
+  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
+  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
+  const char* mode = std::getenv("LOCKLAB_CHILD_MODE");
+  ASSERT_TRUE(port && name && mode);
+  Client::Options o;
+  o.port = std::atoi(port);
+  Client c(o);
+  const std::string counter = std::string(name) + ":counter";
+  if (std::string(mode) == "increment") {
+    PubSubLock lock(c, name, leased(10s));
+    for (int i = 0; i < 50; ++i) {
+      std::lock_guard g(lock);
+      Reply v = c.command({"GET", counter});
+      const long n = v.is_nil() ? 0 : std::stol(v.as_string());
+      c.command({"SET", counter, std::to_string(n + 1)});
+    }
+  } else {  // "hold": take it in watchdog mode, say so, wait to be killed
+    PubSubLock::Options w;
+    w.watchdog_lease = 600ms;
+    PubSubLock lock(c, name, w);
+    lock.lock();
+    c.command({"SET", std::string(name) + ":child-holds", "1"});
+    std::this_thread::sleep_for(30s);
+  }
+}
+
+TEST_F(PubSubLockTest, ExcludesProcessesDoingANonAtomicReadModifyWrite) {
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    children.push_back(spawn_self("PubSubLockChild.DISABLED_Worker",
+                                  {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
+                                   "LOCKLAB_CHILD_LOCK=" + key(), "LOCKLAB_CHILD_MODE=increment"}));
+    ASSERT_GT(children.back(), 0);
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);
+  EXPECT_EQ(client().command({"GET", key() + ":counter"}).as_string(), "150");
+}
+
+TEST_F(PubSubLockTest, AHolderKilledWithSigkillFreesTheLockAfterTheWatchdogLease) {
+  const pid_t child = spawn_self("PubSubLockChild.DISABLED_Worker",
+                                 {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
+                                  "LOCKLAB_CHILD_LOCK=" + key(), "LOCKLAB_CHILD_MODE=hold"});
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(eventually([&] { return !client().command({"GET", key() + ":child-holds"}).is_nil(); }, 10s));
+  // The child's watchdog keeps renewing past its 600 ms lease ...
+  std::this_thread::sleep_for(900ms);
+  PubSubLock lock(client(), key(), leased(10s));
+  EXPECT_FALSE(lock.try_lock()) << "the watchdog let the lease run out";
+  ::kill(child, SIGKILL);
+  const auto killed = Clock::now();
+  EXPECT_NE(wait_child(child, 5s), 0);
+  // ... and once it is dead, the lock frees within one watchdog lease.
+  EXPECT_TRUE(lock.try_lock_for(5s));
+  EXPECT_LT(ms_since(killed), 3'000.0);
+  lock.unlock();
+}
+
+TEST_F(PubSubLockTest, NonBlockingTriesNeverSubscribe) {
+  PubSubLock lock(client(), key(), leased(10s));
+  std::promise<void> held, release;
+  std::thread holder([&] {
+    lock.lock();
+    held.set_value();
+    release.get_future().wait();
+    lock.unlock();
+  });
+  held.get_future().wait();
+  EXPECT_FALSE(lock.try_lock());
+  EXPECT_FALSE(lock.try_lock_for(0ms));
+  EXPECT_FALSE(lock.try_lock_for(-5ms));
+  EXPECT_FALSE(lock.try_lock_until(Clock::now() - 1s));
+  EXPECT_FALSE(lock.try_lock_async(0ms, 5s).get());
+  EXPECT_EQ(numsub(client(), lock.channel()), 0);
+  EXPECT_EQ(client().subscriber_if_started(), nullptr) << "not even a pub/sub connection was opened";
+  release.set_value();
+  holder.join();
+}
+
+TEST_F(PubSubLockTest, AWaiterWakesOnTheReleaseMessageNotAtTheLeaseEnd) {
+  PubSubLock lock(client(), key(), leased(20s));
+  std::promise<void> held;
+  std::atomic<std::int64_t> released_at_ns{0};
+  std::thread holder([&] {
+    lock.lock();
+    held.set_value();
+    std::this_thread::sleep_for(200ms);  // the waiter is subscribed by now
+    released_at_ns = Clock::now().time_since_epoch().count();
+    lock.unlock();
+  });
+  held.get_future().wait();
+  EXPECT_TRUE(lock.try_lock_for(10s));
+  const auto acquired_ns = Clock::now().time_since_epoch().count();
+  holder.join();
+  lock.unlock();
+  // Prompt: far below the 20 s lease (a missed message would wait for it).
+  EXPECT_LT((acquired_ns - released_at_ns.load()) / 1e6, 1'000.0);
+  EXPECT_GE(client().subscriber().messages_received(), 1u);
+}
+
+TEST_F(PubSubLockTest, ManyWaitersShareOneSubscription) {
+  PubSubLock lock(client(), key(), leased(20s));
+  lock.lock();
+  std::vector<std::thread> waiters;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 10; ++i) {
+    waiters.emplace_back([&] {
+      if (lock.try_lock_for(10s)) {
+        lock.unlock();
+        done.fetch_add(1);
+      }
+    });
+  }
+  ASSERT_TRUE(eventually([&] {
+    Subscriber* s = client().subscriber_if_started();
+    return s != nullptr && numsub(client(), lock.channel()) == 1 && s->channel_count() == 1;
+  }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(numsub(client(), lock.channel()), 1) << "one connection listens for all 10 waiters";
+  EXPECT_EQ(client().subscriber().commands_sent(), 1u) << "one SUBSCRIBE";
+  lock.unlock();
+  for (auto& w : waiters) w.join();
+  EXPECT_EQ(done.load(), 10);
+  EXPECT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 0; })) << "the last waiter unsubscribes";
+}
+
+TEST_F(PubSubLockTest, TheWatchdogKeepsTheLockPastItsLeaseAndStopsAtUnlock) {
+  PubSubLock::Options o;
+  o.watchdog_lease = 300ms;
+  PubSubLock lock(client(), key(), o);
+  lock.lock();
+  std::this_thread::sleep_for(800ms);  // > 2 leases
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 1);
+  EXPECT_GT(client().command({"PTTL", key()}).as_integer(), 0);
+  EXPECT_GE(lock.watchdog_renewals(), 2u);
+  lock.unlock();
+  const auto renewals = lock.watchdog_renewals();
+  std::this_thread::sleep_for(250ms);
+  EXPECT_EQ(lock.watchdog_renewals(), renewals) << "renewing after unlock";
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+}
+
+TEST_F(PubSubLockTest, TheWatchdogStopsWhenTheLockIsLostAndUnlockSaysSo) {
+  PubSubLock::Options o;
+  o.watchdog_lease = 150ms;
+  PubSubLock lock(client(), key(), o);
+  lock.lock();
+  client().command({"DEL", key()});  // e.g. an operator, or a failover that lost it
+  std::this_thread::sleep_for(200ms);
+  const auto renewals = lock.watchdog_renewals();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(lock.watchdog_renewals(), renewals);
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "the watchdog re-created the key";
+  EXPECT_THROW(lock.unlock(), LockLost);
+}
+
+TEST_F(PubSubLockTest, UnlockAfterTheLeaseExpiredIsLockLostAndDeletesNothing) {
+  PubSubLock lock(client(), key(), leased(50ms));
+  lock.lock();
+  std::this_thread::sleep_for(120ms);
+  std::thread([&] { ASSERT_TRUE(lock.try_lock()); }).join();  // another owner now (it never unlocks)
+  try {
+    lock.unlock();
+    FAIL();
+  } catch (const LockLost& e) {
+    EXPECT_TRUE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 1) << "the other owner's hash was deleted";
+}
+
+TEST_F(PubSubLockTest, UnlockByANonHolderIsOperationNotPermittedAndSendsNothing) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  std::thread([&] {
+    const auto before = client().round_trips();
+    try {
+      lock.unlock();
+      ADD_FAILURE();
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), std::errc::operation_not_permitted);
+    }
+    EXPECT_EQ(client().round_trips(), before);
+  }).join();
+  EXPECT_EQ(lock.hold_count(), 1);
+  lock.unlock();
+}
+
+TEST_F(PubSubLockTest, AKeyOfTheWrongTypeIsAServerErrorQuotingRedis) {
+  client().command({"SET", key(), "a string, not a hash"});
+  PubSubLock lock(client(), key(), leased(10s));
+  try {
+    (void)lock.try_lock_for(100ms);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer);
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PubSubLockTest, ATimedTryFailsNoEarlierThanItsDeadline) {
+  PubSubLock lock(client(), key(), leased(10s));
+  client().command({"HSET", key(), "someone-else", "1"});
+  client().command({"PEXPIRE", key(), "10000"});
+  const auto start = Clock::now();
+  EXPECT_FALSE(lock.try_lock_for(150ms));
+  EXPECT_GE(ms_since(start), 150.0);
+}
+
+TEST_F(PubSubLockTest, AWaiterNoticesAnExpiredLeaseWithoutAMessage) {
+  // A holder that crashed publishes nothing: the waiter waits for the PTTL.
+  client().command({"HSET", key(), "crashed-owner", "1"});
+  client().command({"PEXPIRE", key(), "200"});
+  PubSubLock lock(client(), key(), leased(10s));
+  const auto start = Clock::now();
+  EXPECT_TRUE(lock.try_lock_for(5s));
+  EXPECT_GE(ms_since(start), 150.0);
+  lock.unlock();
+}
+
+TEST_F(PubSubLockTest, AsyncTryCompletesWithoutACallerThreadAndTheCallerOwnsTheLock) {
+  PubSubLock lock(client(), key(), leased(10s));
+  std::promise<void> held, release;
+  std::thread holder([&] {
+    lock.lock();
+    held.set_value();
+    release.get_future().wait();
+    lock.unlock();
+  });
+  held.get_future().wait();
+  std::future<bool> f = lock.try_lock_async(10s, 10s);
+  EXPECT_EQ(f.wait_for(100ms), std::future_status::timeout) << "the lock is held";
+  release.set_value();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(f.get());
+  EXPECT_TRUE(lock.is_held_by_current_thread());
+  lock.unlock();
+  holder.join();
+  // Many at once, from one thread: each completes; they queue on one worker.
+  std::vector<std::future<bool>> many;
+  lock.lock();
+  for (int i = 0; i < 20; ++i) many.push_back(lock.try_lock_async(5s, 10s));  // re-entries
+  for (auto& m : many) EXPECT_TRUE(m.get());
+  EXPECT_EQ(lock.hold_count(), 21);
+  for (int i = 0; i < 21; ++i) lock.unlock();
+}
+
+TEST_F(PubSubLockTest, AKilledServerWakesAWaiterWithATypedErrorBeforeItsDeadline) {
+  PubSubLock lock(client(), key(), leased(20s));
+  std::promise<void> held;
+  std::thread holder([&] {
+    lock.lock();
+    held.set_value();
+  });
+  held.get_future().wait();
+  holder.join();  // it keeps the lock (lease 20 s)
+  std::promise<void> waiting;
+  auto waiter = std::async(std::launch::async, [&] {
+    waiting.set_value();
+    return lock.try_lock_for(20s);
+  });
+  waiting.get_future().wait();
+  ASSERT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 1; }));
+  const auto killed = Clock::now();
+  server().kill();
+  ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the waiter hangs";
+  EXPECT_THROW(waiter.get(), Error);
+  EXPECT_LT(ms_since(killed), 10'000.0);
+}
+
+}  // namespace
+}  // namespace locklab::redis::testing

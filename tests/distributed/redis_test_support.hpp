@@ -1,0 +1,116 @@
+// redis_test_support.hpp — what every distributed test shares: its own
+// redis-server (EmbeddedServer on 127.0.0.1, a free port, no persistence),
+// started once per test process and stopped by RAII, even when a test
+// fails; a fresh Client and an empty database per test; helpers to run a
+// child process of this same test binary (cross-process tests) and to wait
+// with a bound.
+//
+// Tests never read LOCKLAB_REDIS_URL: they kill, restart and flush their
+// server, which must never be anyone else's.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distributed/client.hpp"
+#include "distributed/embedded_server.hpp"
+
+extern char** environ;
+
+namespace locklab::redis::testing {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Polls `done` every millisecond until true or `bound` passed.
+inline bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound = 5s) {
+  const auto deadline = Clock::now() + bound;
+  while (!done()) {
+    if (Clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+inline double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+class RedisTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = std::make_unique<EmbeddedServer>(); }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    ASSERT_TRUE(server_) << "the embedded server did not start";
+    if (!server_->running()) server_->restart();  // a previous test killed it
+    client_ = std::make_unique<Client>(options());
+    client_->command({"FLUSHALL"});
+  }
+  void TearDown() override { client_.reset(); }
+
+  static Client::Options options() {
+    Client::Options o = server_->client_options();
+    o.connect_timeout = 500ms;
+    o.command_timeout = 2s;
+    return o;
+  }
+  static EmbeddedServer& server() { return *server_; }
+  Client& client() { return *client_; }
+  // A key unique to the running test.
+  static std::string key(const std::string& suffix = "lock") {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    return std::string("locklab:test:") + info->test_suite_name() + ":" + info->name() + ":" + suffix;
+  }
+
+  static inline std::unique_ptr<EmbeddedServer> server_;
+  std::unique_ptr<Client> client_;
+};
+
+// Runs this test binary again as a child process with --gtest_filter=`test`
+// (a DISABLED_ test, run with --gtest_also_run_disabled_tests) and the
+// extra environment `env` ("NAME=value"). Returns its pid.
+inline pid_t spawn_self(const std::string& test, const std::vector<std::string>& env) {
+  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=" + test, "--gtest_also_run_disabled_tests"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> envs = env;
+  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
+  return pid;
+}
+
+// Waits (bounded) for a child; returns its exit status, or -1 after
+// SIGKILLing it if it did not finish in time.
+inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) {
+  const auto deadline = Clock::now() + bound;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -1;
+    if (Clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+}  // namespace locklab::redis::testing

@@ -1,0 +1,109 @@
+#include "distributed/subscriber.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/distributed/redis_test_support.hpp"
+
+namespace locklab::redis::testing {
+namespace {
+
+using SubscriberTest = RedisTest;
+using Wake = Subscriber::Wake;
+
+TEST_F(SubscriberTest, AMessageWakesExactlyOneWaiter) {
+  Subscriber& hub = client().subscriber();
+  const std::string ch = key("channel");
+  std::vector<Subscriber::Subscription> subs;
+  for (int i = 0; i < 5; ++i) subs.push_back(*hub.subscribe(ch, Clock::now() + 5s));
+  EXPECT_EQ(hub.commands_sent(), 1u) << "one SUBSCRIBE for five members";
+  std::atomic<int> woken{0}, timed_out{0};
+  std::vector<std::thread> waiters;
+  for (auto& s : subs) {
+    waiters.emplace_back([&, sp = &s] {
+      const Wake w = sp->wait_until(Clock::now() + 700ms);
+      (w == Wake::kMessage ? woken : timed_out).fetch_add(1);
+    });
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(client().command({"PUBLISH", ch, "released"}).as_integer(), 1) << "one listening connection";
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(woken.load(), 1);
+  EXPECT_EQ(timed_out.load(), 4);
+}
+
+TEST_F(SubscriberTest, APermitThatArrivesBeforeTheWaitIsNotLost) {
+  Subscriber& hub = client().subscriber();
+  auto s = hub.subscribe(key("channel"), Clock::now() + 5s);
+  ASSERT_TRUE(s.has_value());
+  client().command({"PUBLISH", key("channel"), "x"});
+  ASSERT_TRUE(eventually([&] { return hub.messages_received() == 1; }));
+  EXPECT_EQ(s->wait_until(Clock::now()), Wake::kMessage) << "even with a past deadline";
+  EXPECT_EQ(s->wait_until(Clock::now() + 20ms), Wake::kTimeout);
+}
+
+TEST_F(SubscriberTest, JoiningALiveChannelCostsNothingAndTheLastLeaverUnsubscribes) {
+  Subscriber& hub = client().subscriber();
+  const std::string ch = key("channel");
+  EXPECT_FALSE(hub.join_if_subscribed(ch).has_value());
+  {
+    auto first = hub.subscribe(ch, Clock::now() + 5s);
+    auto second = hub.join_if_subscribed(ch);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_EQ(hub.commands_sent(), 1u);
+    EXPECT_EQ(hub.channel_count(), 1u);
+  }
+  EXPECT_TRUE(eventually([&] { return hub.commands_sent() == 2u; })) << "UNSUBSCRIBE sent";
+  EXPECT_TRUE(eventually([&] {
+    return client().command({"PUBSUB", "NUMSUB", ch}).as_array().at(1).as_integer() == 0;
+  }));
+  EXPECT_EQ(hub.channel_count(), 0u);
+}
+
+TEST_F(SubscriberTest, PokeWakesOneMember) {
+  auto s = client().subscriber().subscribe(key("channel"), Clock::now() + 5s);
+  std::thread poker([&] {
+    std::this_thread::sleep_for(30ms);
+    s->poke();
+  });
+  EXPECT_EQ(s->wait_until(Clock::now() + 5s), Wake::kPoked);
+  poker.join();
+}
+
+TEST_F(SubscriberTest, ARestartedServerIsReportedAndTheChannelResubscribed) {
+  Subscriber& hub = client().subscriber();
+  const std::string ch = key("channel");
+  auto s = hub.subscribe(ch, Clock::now() + 5s);
+  server().kill();
+  EXPECT_EQ(s->wait_until(Clock::now() + 5s), Wake::kReconnected);
+  server().restart();
+  EXPECT_TRUE(s->resubscribe(Clock::now() + 5s));
+  EXPECT_EQ(client().command({"PUBSUB", "NUMSUB", ch}).as_array().at(1).as_integer(), 1);
+  EXPECT_EQ(client().command({"PUBLISH", ch, "x"}).as_integer(), 1);
+  EXPECT_EQ(s->wait_until(Clock::now() + 5s), Wake::kMessage);
+}
+
+TEST_F(SubscriberTest, AnUnreachableServerIsAConnectErrorNotAHang) {
+  Subscriber& hub = client().subscriber();
+  server().kill();
+  const auto start = Clock::now();
+  try {
+    (void)hub.subscribe(key("channel"), Clock::time_point::max());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kConnect) << e.what();
+    EXPECT_NE(std::string(e.what()).find(options().endpoint()), std::string::npos) << e.what();
+  }
+  EXPECT_LT(ms_since(start), 5'000.0);
+}
+
+TEST_F(SubscriberTest, APassedDeadlineIsNotAnError) {
+  Subscriber& hub = client().subscriber();
+  EXPECT_FALSE(hub.subscribe(key("channel"), Clock::now() - 1s).has_value());
+}
+
+}  // namespace
+}  // namespace locklab::redis::testing
