@@ -29,6 +29,14 @@ void AdaptiveMutex::wake_one() noexcept {
   stats_.record_wake();
 }
 
+namespace {
+// Contended acquires this thread made on locks whose budget had decayed to 0.
+// Per thread rather than per lock so that counting costs no shared cache line
+// (the point of decaying to 0 is to stop touching shared lines); it only
+// paces the probes.
+constinit thread_local std::uint32_t probe_tick = 0;
+}  // namespace
+
 void AdaptiveMutex::lock_slow() noexcept { acquire_slow<false>({}); }
 
 bool AdaptiveMutex::lock_slow_until(std::chrono::steady_clock::time_point deadline) noexcept {
@@ -40,18 +48,22 @@ bool AdaptiveMutex::lock_slow_until(std::chrono::steady_clock::time_point deadli
 bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
                          std::chrono::steady_clock::time_point deadline) noexcept {
   const bool forever = policy_.kind == SpinPolicy::Kind::kSpinOnly;
+  std::uint32_t missed = 0;
   for (std::uint32_t i = 0; forever || i < budget; ++i) {
     std::uint32_t seen = state_.load(std::memory_order_relaxed);
     if (seen == kUnlocked) {
       // Grace poll: a releaser that loops back re-locks within a few ns,
       // and stealing the line from it costs a cross-core transfer. Try only
-      // if the word is still free one pause later (see "Barging, and the grace poll" in the header).
+      // if the word is still free one pause later (see "Barging, and the
+      // grace poll" in the header).
       cpu_relax();
       seen = state_.load(std::memory_order_relaxed);
       if (seen == kUnlocked &&
           state_.compare_exchange_weak(seen, kLocked, std::memory_order_acquire, std::memory_order_relaxed)) {
         return true;
       }
+      // A missed chance (see "Missed chances" in the header).
+      if (!forever && ++missed >= kMaxMissedChances) return false;
     }
     ++spins;
     cpu_relax();
@@ -61,31 +73,36 @@ bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
   return false;
 }
 
-void AdaptiveMutex::adapt(bool spin_succeeded) noexcept {
+void AdaptiveMutex::adapt(bool spin_succeeded, std::uint32_t used) noexcept {
   if (policy_.kind != SpinPolicy::Kind::kAdaptive) return;
   const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
-  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, b + b / 8 + 1)
-                                            : std::max(policy_.min_spins, b - b / 4);
+  // Grow from the budget that was used (a successful probe restarts a
+  // budget that had decayed to 0); shrink by at least 1 so it can reach 0.
+  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, used + used / 8 + 1)
+                                            : std::max(policy_.min_spins, b - std::min(b, b / 4 + 1));
   if (next != b) spin_budget_.store(next, std::memory_order_relaxed);
 }
 
 template <bool kTimed>
 bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept {
   std::int64_t spins = 0;
-  // Phase 1: spin, if the policy spins and a spinner slot is free.
+  // Phase 1: spin, if the policy spins, the budget is not 0 (or this is a
+  // probe) and a spinner slot is free.
   if (policy_.kind != SpinPolicy::Kind::kParkOnly) {
     const bool unlimited = policy_.kind == SpinPolicy::Kind::kSpinOnly;
+    std::uint32_t budget = spin_budget_.load(std::memory_order_relaxed);
+    if (!unlimited && budget == 0 && (++probe_tick % kProbeEvery) == 0) budget = kProbeSpins;
     // A plain load filters most latecomers without an RMW; the fetch_add
     // decides (two threads may pass the load together).
     bool may_spin = unlimited;
-    if (!unlimited && spinners_.load(std::memory_order_relaxed) < max_spinners()) {
+    if (!unlimited && budget != 0 && spinners_.load(std::memory_order_relaxed) < max_spinners()) {
       may_spin = spinners_.fetch_add(1, std::memory_order_relaxed) < max_spinners();
       if (!may_spin) spinners_.fetch_sub(1, std::memory_order_relaxed);
     }
     if (may_spin) {
-      const bool got = spin(spin_budget_.load(std::memory_order_relaxed), spins, kTimed, deadline);
+      const bool got = spin(budget, spins, kTimed, deadline);
       if (!unlimited) spinners_.fetch_sub(1, std::memory_order_relaxed);
-      adapt(got);
+      adapt(got, budget);
       if (got) {
         stats_.record_contended_acquire(spins);
         return true;

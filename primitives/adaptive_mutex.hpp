@@ -35,8 +35,18 @@
 // (or useful work) could use. So the budget adapts per lock from history:
 //   - spinning that ended in the lock       -> budget += budget/8 + 1
 //   - spinning that ended in a park         -> budget -= budget/4
-// always within [policy.min_spins, policy.max_spins]. The update is a racy
-// relaxed load + store (a lost update only makes the budget a bit stale).
+// always within [policy.min_spins, policy.max_spins] (default 0..1000). The
+// update is a racy relaxed load + store (a lost update only makes the budget
+// a bit stale). At budget 0 the lock does not spin at all, except that one
+// contended acquire in kProbeEvery (counted per thread, so that counting
+// touches no shared line) spins kProbeSpins as a probe; a probe that wins
+// restarts the budget.
+//
+// Missed chances: a spinner that sees the word free but finds it taken
+// again one pause later (the releaser looped back and re-locked) stops
+// spinning after kMaxMissedChances such misses and parks. The holder is
+// cycling faster than a cross-core hand-off; polling its line only slows it
+// down, and the miss counts as a failed spin.
 // At most kMaxSpinners threads spin on one lock at a time (one less than
 // the cores, at least 1); the rest park at once. With more waiters than
 // cores, a crowd of spinners would otherwise spend whole time slices
@@ -123,21 +133,25 @@ struct SpinPolicy {
   enum class Kind : std::uint8_t { kAdaptive, kFixed, kSpinOnly, kParkOnly };
 
   // Bounds of the adaptive budget, in polls of ~20 ns (`pause` measured at
-  // 20.0 ns on this lab's 2-core AMD EPYC VM with a 10^7-pause loop):
-  // 100..1000 polls = ~2..20 us, initial 200 (~4 us). The ceiling is about
-  // twice a futex park + wake round trip (the classic 2-competitive rule);
-  // the floor stays high because a spinner that gives up sets the word to 2
-  // and from then on every unlock pays a futex_wake syscall. Measured with
-  //   bench_locks --benchmark_filter='std::mutex|AdaptiveMutex' --duration_ms=400
-  // (cs_ns:0, M acquires/s at waiters 2/4/16/64): bounds 16..500 (initial
-  // 100) gave 42.6/33.3/47.5/69.6 while fixed(100) gave 77.3/78.5/76.1/63.8
-  // and std::mutex 41.9/47.1/38.0/25.4: the low floor let failed spins
-  // drag the budget down into park-and-wake territory. With 100..1000:
-  // 30.5/74.1/50.2/49.8 vs std::mutex 39.5/70.1/50.1/54.8 in a run with the
-  // machine at load average 8 (other builds running): see the README's
-  // figures for a quiet run; the spread between identical 1-waiter runs
-  // was +-20% that day.
-  static constexpr std::uint32_t kDefaultMinSpins = 100;
+  // 20.0 ns on this lab's 2-core AMD EPYC VM with a 10^7-pause loop; the
+  // physical_limits suite's Pause point re-measures it): 0..1000 polls =
+  // 0..~20 us, initial 200 (~4 us). The ceiling is about twice a futex park +
+  // wake round trip (the classic 2-competitive rule). The floor is 0: on a
+  // lock whose holder cycles faster than a cross-core hand-off, any spinning
+  // loses (see "Missed chances"), and the budget must be able to stop it;
+  // probes (kProbeEvery) bring it back. Measured with
+  //   bench_locks --benchmark_filter='std::mutex|AdaptiveMutex/' --duration_ms=300
+  // (M acquires/s at waiters 2/4/16/64, machine otherwise idle):
+  //   floor 100, no missed-chance rule (first version):
+  //     cs_ns:0    19.9/19.3/26.3/27.8  vs std::mutex 26.4/26.7/25.8/25.2
+  //     cs_ns:1000 .589/.508/.632/.474  vs std::mutex .253/.456/.404/.299
+  //   floor 0, give up after 1 missed chance, probes (this version):
+  //     cs_ns:0    22.3/23.4/27.3/28.5  vs std::mutex 31.0/25.8/26.7/26.1
+  //     cs_ns:1000 .94/.90/.99/.79      vs std::mutex .75/.70/.81/.69
+  // Still below std::mutex at 2-4 waiters with cs_ns:0: a spin that
+  // *succeeds* there moves the lock to the other core (~0.5 us), which a
+  // parked waiter never causes. See the README's locks figures.
+  static constexpr std::uint32_t kDefaultMinSpins = 0;
   static constexpr std::uint32_t kDefaultInitialSpins = 200;
   static constexpr std::uint32_t kDefaultMaxSpins = 1000;
 
@@ -228,6 +242,14 @@ class AdaptiveMutex {
   static constexpr std::uint32_t kUnlocked = 0;
   static constexpr std::uint32_t kLocked = 1;
   static constexpr std::uint32_t kLockedWithWaiters = 2;
+  // A spinner that saw the lock free but found it re-taken a pause later
+  // (the releaser looped back) has "missed a chance"; after this many it
+  // stops spinning and parks: the holder is cycling faster than a hand-off,
+  // and polling its line only slows it down.
+  static constexpr std::uint32_t kMaxMissedChances = 1;
+  // At budget 0, one contended acquire in kProbeEvery spins kProbeSpins.
+  static constexpr std::uint32_t kProbeEvery = 16;
+  static constexpr std::uint32_t kProbeSpins = 100;
 
   void lock_slow() noexcept;
   bool lock_slow_until(std::chrono::steady_clock::time_point deadline) noexcept;
@@ -235,7 +257,7 @@ class AdaptiveMutex {
   bool acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept;
   bool spin(std::uint32_t budget, std::int64_t& spins, bool timed,
             std::chrono::steady_clock::time_point deadline) noexcept;
-  void adapt(bool spin_succeeded) noexcept;
+  void adapt(bool spin_succeeded, std::uint32_t used) noexcept;
   void wake_one() noexcept;
 
   alignas(kCacheLineSize) std::atomic<std::uint32_t> state_{kUnlocked};

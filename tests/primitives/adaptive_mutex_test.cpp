@@ -90,6 +90,36 @@ TEST(AdaptiveMutexTest, SpinBudgetGrowsWhenSpinningSucceeds) {
   EXPECT_LE(lock.spin_budget(), 4096u);
 }
 
+TEST(AdaptiveMutexTest, ProbesRestartABudgetThatDecayedToZero) {
+  // The default floor is 0: long holds decay the budget to 0 (no spinning
+  // at all), and then only every kProbeEvery-th contended acquire of a
+  // thread spins. Those probes must let the budget come back when the
+  // workload turns into short holds that spinning wins. Bounded rounds.
+  AdaptiveMutex lock;
+  ASSERT_EQ(lock.policy().min_spins, 0u);
+  for (int round = 0; round < 40 && lock.spin_budget() > 0; ++round) hammer(lock, 2, 10, 1000us);
+  ASSERT_EQ(lock.spin_budget(), 0u);
+  // Holds of ~2 us (a short sleep rounds up to tens of us here, so hold by
+  // spinning on the clock instead): a spinner that waits sees the lock come
+  // free without a missed chance.
+  auto short_hold_round = [&lock] {
+    std::vector<std::jthread> ts;
+    for (int t = 0; t < 2; ++t) {
+      ts.emplace_back([&lock] {
+        for (int i = 0; i < 5'000; ++i) {
+          std::lock_guard g(lock);
+          const auto until = std::chrono::steady_clock::now() + 2us;
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        }
+      });
+    }
+  };
+  for (int round = 0; round < 50 && lock.spin_budget() == 0; ++round) short_hold_round();
+  EXPECT_GT(lock.spin_budget(), 0u);
+  EXPECT_LE(lock.spin_budget(), lock.policy().max_spins);
+}
+
 TEST(AdaptiveMutexTest, SpinBudgetStaysWithinBoundsUnderMixedLoad) {
   SpinPolicy p = SpinPolicy::adaptive();
   p.min_spins = 8;
