@@ -102,7 +102,10 @@ bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline)
     if (may_spin) {
       const bool got = spin(budget, spins, kTimed, deadline);
       if (!unlimited) spinners_.fetch_sub(1, std::memory_order_relaxed);
-      adapt(got, budget);
+      // A win after only a few polls means the holder had barely started:
+      // the critical sections are shorter than the hand-off the win just
+      // caused, so it counts against spinning (see "Short wins").
+      adapt(got && spins >= kShortWinPolls, budget);
       if (got) {
         stats_.record_contended_acquire(spins);
         return true;

@@ -47,6 +47,12 @@
 // spinning after kMaxMissedChances such misses and parks. The holder is
 // cycling faster than a cross-core hand-off; polling its line only slows it
 // down, and the miss counts as a failed spin.
+//
+// Short wins: a spin that takes the lock within kShortWinPolls polls also
+// counts as a failure. Winning that fast means the critical section was
+// shorter than the cross-core hand-off the win itself causes (~0.5 us here);
+// a parked waiter would have let the releaser keep the lock on its own core.
+// Only wins after a real wait (the case spinning exists for) grow the budget.
 // At most kMaxSpinners threads spin on one lock at a time (one less than
 // the cores, at least 1); the rest park at once. With more waiters than
 // cores, a crowd of spinners would otherwise spend whole time slices
@@ -145,12 +151,18 @@ struct SpinPolicy {
   //   floor 100, no missed-chance rule (first version):
   //     cs_ns:0    19.9/19.3/26.3/27.8  vs std::mutex 26.4/26.7/25.8/25.2
   //     cs_ns:1000 .589/.508/.632/.474  vs std::mutex .253/.456/.404/.299
-  //   floor 0, give up after 1 missed chance, probes (this version):
+  //   floor 0, give up after 1 missed chance, probes:
   //     cs_ns:0    22.3/23.4/27.3/28.5  vs std::mutex 31.0/25.8/26.7/26.1
   //     cs_ns:1000 .94/.90/.99/.79      vs std::mutex .75/.70/.81/.69
-  // Still below std::mutex at 2-4 waiters with cs_ns:0: a spin that
-  // *succeeds* there moves the lock to the other core (~0.5 us), which a
-  // parked waiter never causes. See the README's locks figures.
+  //   the same plus short wins (< 8 polls) counted as failures (this
+  //   version), medians of 5 interleaved repetitions (add
+  //   --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true):
+  //     cs_ns:0    31.2/31.5/31.0/31.4  vs std::mutex 27.1/28.1/29.0/29.1
+  //     cs_ns:1000 .530/.573/.759/.549  vs std::mutex .568/.555/.673/.534
+  //   (kShortWinPolls = 16 gave the same picture: cs_ns:0 31.3-32.9 vs
+  //   27.0-28.0; cs_ns:1000 .578/.563/.721/.507 vs .576/.567/.689/.540.)
+  // Identical runs spread by +-10% on this VM, so at cs_ns:1000 the two are
+  // level within the noise; see the README's locks figures for a full run.
   static constexpr std::uint32_t kDefaultMinSpins = 0;
   static constexpr std::uint32_t kDefaultInitialSpins = 200;
   static constexpr std::uint32_t kDefaultMaxSpins = 1000;
@@ -247,6 +259,8 @@ class AdaptiveMutex {
   // stops spinning and parks: the holder is cycling faster than a hand-off,
   // and polling its line only slows it down.
   static constexpr std::uint32_t kMaxMissedChances = 1;
+  // A spin that wins within this many polls counts as a failure.
+  static constexpr std::int64_t kShortWinPolls = 8;
   // At budget 0, one contended acquire in kProbeEvery spins kProbeSpins.
   static constexpr std::uint32_t kProbeEvery = 16;
   static constexpr std::uint32_t kProbeSpins = 100;
