@@ -167,7 +167,13 @@ def _entries_by_point(benchmarks: list) -> dict:
             chosen = by_kind.get("median") or by_kind.get("mean")
             if chosen is not None:
                 iterations[point] = [chosen]
-    return iterations
+    # Registration order (Google Benchmark's family_index), not file order:
+    # with --benchmark_enable_random_interleaving the file order is shuffled.
+    position = {point: i for i, point in enumerate(iterations)}
+    def registration(point):
+        indexes = [e["family_index"] for e in iterations[point] if "family_index" in e]
+        return (min(indexes) if indexes else float("inf"), position[point])
+    return {point: iterations[point] for point in sorted(iterations, key=registration)}
 
 
 def load_suite(path) -> pd.DataFrame:

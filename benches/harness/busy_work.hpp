@@ -19,8 +19,9 @@ namespace locklab::bench {
 class BusyWork {
  public:
   // Measures the loop speed (best of several ~2 ms trials, so a preempted
-  // trial does not skew it). Thread-safe and idempotent; the first call
-  // costs ~20 ms. Called by the suite runner before any benchmark.
+  // trial does not skew it) after 200 ms of warm-up spinning, so the core
+  // runs at its loaded clock. Thread-safe and idempotent; the first call
+  // costs ~0.25 s. Called by the suite runner before any benchmark.
   static void calibrate();
 
   // Spins for about `ns` nanoseconds of this core's time. 0 or less: no-op.

@@ -254,6 +254,17 @@ class OutputTest(Fixtures):
         self.assertIn("(cs_ns=200)", table)
 
 
+class OrderTest(Fixtures):
+    def test_points_in_registration_order_despite_interleaving(self):
+        data = single_run()
+        for i, e in enumerate(data["benchmarks"]):
+            e["family_index"] = i
+        data["benchmarks"].reverse()  # what random interleaving can do
+        df = lp.load_suite(self.write("counters.json", data))
+        self.assertEqual(list(dict.fromkeys(df["impl"])), ["FetchAddCounter", "CasLoopCounter", "std::mutex"])
+        self.assertEqual(list(df["waiters"][:3]), [1, 2, 4])
+
+
 class ResultsDirTest(Fixtures):
     def test_peer_files_merge_into_their_suite(self):
         self.write("r/counters.json", single_run())
