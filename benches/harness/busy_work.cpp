@@ -28,4 +28,13 @@ void BusyWork::calibrate() {
   });
 }
 
+void BusyWork::spin_until(std::int64_t ns) noexcept {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::nanoseconds(ns);
+  const auto chunk = static_cast<std::uint64_t>(50.0 * iterations_per_ns_) + 1;
+  do {
+    spin_iterations(chunk);
+  } while (Clock::now() < deadline);
+}
+
 }  // namespace locklab::bench

@@ -1,11 +1,13 @@
-// busy_work.hpp — "work" of a given length in nanoseconds, done by spinning a
-// calibrated loop instead of reading a clock or sleeping.
+// busy_work.hpp — "work" of a given length in nanoseconds, done by spinning
+// on the core instead of sleeping.
 //
 // Why not sleep: a sleep gives the core away, so 200 ns of "critical section"
-// would become a 50 µs scheduler round trip. Why not read the clock in the
-// loop: a clock read (~20 ns via the vDSO) is itself larger than the
-// shortest sections we want. So we measure once how many iterations of a tiny
-// loop take a nanosecond and then just count.
+// would become a 50 µs scheduler round trip. Why not only read the clock: a
+// clock read (~20 ns via the vDSO) is itself larger than the shortest
+// sections we want. So short sections count iterations of a tiny loop whose
+// speed was measured once, and long ones (see spin_ns) also watch the clock.
+// Note the semantics for long sections: a holder preempted mid-section
+// finishes as soon as it runs again after its deadline.
 //
 // The loop body is an empty asm statement that claims to modify the counter,
 // which stops the compiler from deleting or vectorising the loop without
@@ -24,11 +26,23 @@ class BusyWork {
   // costs ~0.25 s. Called by the suite runner before any benchmark.
   static void calibrate();
 
-  // Spins for about `ns` nanoseconds of this core's time. 0 or less: no-op.
+  // Spins for about `ns` nanoseconds. 0 or less: no-op. Below
+  // kClockCheckedFromNs it counts calibrated iterations (no clock read);
+  // from there on it also reads the steady clock every ~50 ns of work and
+  // stops at the deadline. Why: this lab's VMs change clock speed between
+  // and within runs (calibrations of 1.4, 1.95 and 3.65 iterations/ns on one
+  // machine in one hour), so an iteration count alone made "1000 ns" last
+  // anywhere from ~400 to ~1000 ns. A clock read (~20 ns) is noise against a
+  // section of 500 ns or more, and decisive below it.
   static void spin_ns(std::int64_t ns) noexcept {
     if (ns <= 0) return;
-    spin_iterations(static_cast<std::uint64_t>(static_cast<double>(ns) * iterations_per_ns_));
+    if (ns < kClockCheckedFromNs) {
+      spin_iterations(static_cast<std::uint64_t>(static_cast<double>(ns) * iterations_per_ns_));
+      return;
+    }
+    spin_until(ns);
   }
+  static constexpr std::int64_t kClockCheckedFromNs = 500;
 
   static void spin_iterations(std::uint64_t n) noexcept {
     for (std::uint64_t i = 0; i < n; ++i) asm volatile("" : "+r"(i));
@@ -37,6 +51,7 @@ class BusyWork {
   static double iterations_per_ns() noexcept { return iterations_per_ns_; }
 
  private:
+  static void spin_until(std::int64_t ns) noexcept;
   // Written only by calibrate() before any benchmark thread starts (the
   // thread start orders it before every read). 1.0 until calibrated.
   static inline double iterations_per_ns_ = 1.0;
