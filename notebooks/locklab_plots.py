@@ -312,6 +312,8 @@ STYLE = {
 }
 
 OUR_COLOURS = plt.get_cmap("tab10").colors
+# Past ten of our implementations in one figure, tab10 would repeat colours.
+MANY_COLOURS = plt.get_cmap("tab20").colors
 PEER_GREYS = ("#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a", "#a08c78", "#788ca0")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
@@ -328,13 +330,15 @@ def impl_styles(impls) -> dict:
     panel of a figure.
     """
     styles, ours, peers = {}, 0, 0
-    for impl in dict.fromkeys(impls):
+    impls = list(dict.fromkeys(impls))
+    colours = OUR_COLOURS if sum(not is_peer(i) for i in impls) <= len(OUR_COLOURS) else MANY_COLOURS
+    for impl in impls:
         if is_peer(impl):
             styles[impl] = dict(color=PEER_GREYS[peers % len(PEER_GREYS)], linestyle="--",
                                 marker=MARKERS[(peers + 5) % len(MARKERS)], zorder=2)
             peers += 1
         else:
-            styles[impl] = dict(color=OUR_COLOURS[ours % len(OUR_COLOURS)], linestyle="-",
+            styles[impl] = dict(color=colours[ours % len(colours)], linestyle="-",
                                 marker=MARKERS[ours % len(MARKERS)], zorder=3)
             ours += 1
     return styles
