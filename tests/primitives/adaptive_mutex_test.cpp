@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -77,15 +79,47 @@ TEST(AdaptiveMutexTest, SpinBudgetShrinksToItsFloorWhenSpinningFails) {
   EXPECT_EQ(lock.spin_budget(), p.min_spins);
 }
 
+// Busy-waits `d` on the steady clock (a sleep this short rounds up to tens
+// of microseconds and gives the core away).
+void busy_for(std::chrono::nanoseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// Two threads lock, hold ~3 us, unlock and think ~5 us (outside the lock,
+// so a spinner that waited can take the lock without the releaser coming
+// straight back) until `done()` or 20 s. This is the workload spinning is
+// for: a waiter arrives while the lock is held and wins after a real wait.
+template <class Done>
+void short_holds_with_think_time_until(AdaptiveMutex& lock, Done done) {
+  std::atomic<bool> stop{false};
+  {
+    std::vector<std::jthread> ts;
+    for (int t = 0; t < 2; ++t) {
+      ts.emplace_back([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          {
+            std::lock_guard g(lock);
+            busy_for(3us);
+          }
+          busy_for(5us);
+        }
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    stop = true;
+  }
+}
+
 TEST(AdaptiveMutexTest, SpinBudgetGrowsWhenSpinningSucceeds) {
-  // Start at a small budget; short critical sections with two threads on
-  // two cores are the case spinning wins, so successes push it up.
   SpinPolicy p = SpinPolicy::adaptive();
   p.min_spins = 16;
   p.initial_spins = 16;
   p.max_spins = 4096;
   AdaptiveMutex lock(p);
-  for (int round = 0; round < 50 && lock.spin_budget() <= 16; ++round) hammer(lock, 2, 20'000);
+  short_holds_with_think_time_until(lock, [&] { return lock.spin_budget() > 16; });
   EXPECT_GT(lock.spin_budget(), 16u);
   EXPECT_LE(lock.spin_budget(), 4096u);
 }
@@ -94,28 +128,12 @@ TEST(AdaptiveMutexTest, ProbesRestartABudgetThatDecayedToZero) {
   // The default floor is 0: long holds decay the budget to 0 (no spinning
   // at all), and then only every kProbeEvery-th contended acquire of a
   // thread spins. Those probes must let the budget come back when the
-  // workload turns into short holds that spinning wins. Bounded rounds.
+  // workload turns into one that spinning wins. Bounded rounds and time.
   AdaptiveMutex lock;
   ASSERT_EQ(lock.policy().min_spins, 0u);
   for (int round = 0; round < 40 && lock.spin_budget() > 0; ++round) hammer(lock, 2, 10, 1000us);
   ASSERT_EQ(lock.spin_budget(), 0u);
-  // Holds of ~2 us (a short sleep rounds up to tens of us here, so hold by
-  // spinning on the clock instead): a spinner that waits sees the lock come
-  // free without a missed chance.
-  auto short_hold_round = [&lock] {
-    std::vector<std::jthread> ts;
-    for (int t = 0; t < 2; ++t) {
-      ts.emplace_back([&lock] {
-        for (int i = 0; i < 5'000; ++i) {
-          std::lock_guard g(lock);
-          const auto until = std::chrono::steady_clock::now() + 2us;
-          while (std::chrono::steady_clock::now() < until) {
-          }
-        }
-      });
-    }
-  };
-  for (int round = 0; round < 50 && lock.spin_budget() == 0; ++round) short_hold_round();
+  short_holds_with_think_time_until(lock, [&] { return lock.spin_budget() > 0; });
   EXPECT_GT(lock.spin_budget(), 0u);
   EXPECT_LE(lock.spin_budget(), lock.policy().max_spins);
 }

@@ -93,6 +93,8 @@
 #include <thread>
 #include <vector>
 
+#include "primitives/cpu_relax.hpp"
+
 namespace locklab::testing {
 
 // Per-family promises the suite checks. Specialise for your lock.
@@ -617,6 +619,49 @@ CheckResult check_uncontended_path_records_nothing(L& lock) {
     }
   }
   return CheckResult::pass();
+}
+
+// What contend_until_stats_show_it did: acquisitions counted inside the
+// lock (a plain integer, so lost updates show) and by the threads themselves.
+struct ContentionRun {
+  std::uint64_t guarded = 0;
+  std::uint64_t made = 0;
+};
+
+// 4 threads acquire the lock in a loop (holding ~2 us every 8th time, so
+// others find it held) until the lock's stats show a contended acquire, or
+// 20 s have passed. Time-bounded rather than count-bounded: on a loaded
+// machine a short burst per thread may never overlap with the others.
+// For the per-lock "stats count contention" tests.
+template <class L>
+ContentionRun contend_until_stats_show_it(L& lock) {
+  ContentionRun run;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> made{0};
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        std::uint64_t mine = 0;
+        while (!stop.load(std::memory_order_relaxed)) {
+          lock.lock();
+          ++run.guarded;
+          if (mine % 8 == 0)
+            for (int k = 0; k < 100; ++k) cpu_relax();
+          lock.unlock();
+          ++mine;
+        }
+        made.fetch_add(mine);
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (lock.stats().contended_acquires == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    stop.store(true, std::memory_order_relaxed);
+  }
+  run.made = made.load();
+  return run;
 }
 
 }  // namespace locklab::testing

@@ -2,11 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <latch>
 #include <thread>
-#include <vector>
 
-#include "primitives/cpu_relax.hpp"
 #include "tests/primitives/lock_conformance.hpp"
 
 template <>
@@ -21,30 +18,12 @@ namespace locklab {
 namespace {
 
 TEST(TicketLockTest, StatsCountContendedAcquires) {
-  // 4 threads on 2 cores: bounded rounds until some acquire was contended.
   TicketLock lock;
-  std::uint64_t n = 0;
-  for (int round = 0; round < 50 && lock.stats().contended_acquires == 0; ++round) {
-    std::latch start(4);
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&] {
-        start.arrive_and_wait();  // start together, so they overlap
-        for (int i = 0; i < 200; ++i) {
-          lock.lock();
-          ++n;
-          // Hold a little (~2 us) now and then, so others find it held.
-          if (i % 8 == 0) for (int k = 0; k < 100; ++k) cpu_relax();
-          lock.unlock();
-        }
-      });
-    }
-  }
-  EXPECT_GT(lock.stats().contended_acquires, 0);
+  const testing::ContentionRun run = testing::contend_until_stats_show_it(lock);
+  EXPECT_EQ(run.guarded, run.made) << "lost updates inside the lock";
+  EXPECT_GT(lock.stats().contended_acquires, 0) << "4 threads on 2 cores never contended";
   EXPECT_EQ(lock.stats().parks, 0) << "a spin lock never parks";
-  EXPECT_EQ(n % 800, 0u);
 }
-
 
 TEST(TicketLockTest, QueueLengthCountsWaiters) {
   TicketLock lock;
