@@ -20,7 +20,7 @@
 // The suite default-constructs `TypeParam`. A lock that needs constructor
 // arguments (fair/unfair, a policy) is instantiated through a small
 // default-constructible subclass, e.g.
-//   struct FairReentrantLock : ReentrantLock { FairReentrantLock() : ReentrantLock(true) {} };
+//   struct FairReentrantLock : ReentrantLock { FairReentrantLock() : ReentrantLock(Fairness::kFair) {} };
 // and LockTraits is specialised for that subclass.
 //
 // What it checks (each check is a plain function returning CheckResult, so a
