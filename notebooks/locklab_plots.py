@@ -590,17 +590,28 @@ def plot_results_dir(results_dir, out_dir) -> list:
     return written
 
 
-def _rate_cell(rows) -> str:
-    """A 10-character cell: the throughput of ``rows`` in M ops/s, or ``-``."""
+def _rate_unit(rows) -> tuple:
+    """``(divisor, name)`` that puts the block's fastest point at >= 1:
+    M ops/s for the local suites, k ops/s or ops/s for Redis and fibers."""
+    fastest = rows[THROUGHPUT].max() if THROUGHPUT in rows else float("nan")
+    for divisor, name in ((1e6, "M ops/s"), (1e3, "k ops/s")):
+        if fastest >= divisor:
+            return divisor, name
+    return 1.0, "ops/s"
+
+
+def _rate_cell(rows, divisor=1e6) -> str:
+    """A 10-character cell: the throughput of ``rows`` / ``divisor``, or ``-``."""
     if rows.empty or THROUGHPUT not in rows or pd.isna(rows[THROUGHPUT].iloc[0]):
         return f"{'-':>10}"
-    rate = rows[THROUGHPUT].iloc[0] / 1e6
+    rate = rows[THROUGHPUT].iloc[0] / divisor
     return f"{rate:>10.1f}" if rate >= 1 else f"{rate:>10.3g}"
 
 
 def summary_table(json_path) -> str:
-    """Throughput in M ops/s as a fixed-width text table, impl x waiters,
-    one block per knob combination; peers are marked with ``*``."""
+    """Throughput as a fixed-width text table, impl x waiters, one block per
+    knob combination, in M, k or plain ops/s (whichever puts the block's
+    fastest point at >= 1); peers are marked with ``*``."""
     df = load_suite(json_path)
     lines = [f"{df['suite'].iloc[0]} \u2014 {machine_title(load_context(json_path))}"]
     if df["suite"].iloc[0] == PHYSICAL_SUITE and "floor_ns" in df:
@@ -610,7 +621,8 @@ def summary_table(json_path) -> str:
         return "\n".join(lines)
     for knobs, rows in knob_groups(df):
         reps = int(rows["n_reps"].max())
-        what = "throughput, M ops/s" + (f", median of {reps} reps" if reps > 1 else "")
+        divisor, unit = _rate_unit(rows)
+        what = f"throughput, {unit}" + (f", median of {reps} reps" if reps > 1 else "")
         if knobs:
             what += f" ({_knob_text(knobs, ', ')})"
         impls = list(dict.fromkeys(rows["impl"]))
@@ -622,7 +634,7 @@ def summary_table(json_path) -> str:
         lines += ["", what, f"{corner:<{width}}" + "".join(f"{w:>10}" for w in columns)]
         for impl in impls:
             mine = rows[rows["impl"] == impl]
-            cells = [_rate_cell(mine[mine["waiters"] == w] if has_waiters else mine)
+            cells = [_rate_cell(mine[mine["waiters"] == w] if has_waiters else mine, divisor)
                      for w in columns]
             lines.append(f"{labels[impl]:<{width}}" + "".join(cells))
     if df["peer"].any():

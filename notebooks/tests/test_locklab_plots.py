@@ -265,6 +265,18 @@ class OrderTest(Fixtures):
         self.assertEqual(list(df["waiters"][:3]), [1, 2, 4])
 
 
+class UnitTest(Fixtures):
+    def test_slow_suites_are_tabulated_in_k_or_plain_ops(self):
+        data = {"context": dict(CONTEXT, locklab_suite="redis_locks"), "benchmarks": [
+            entry(f"redis_locks/SpinLock/waiters:{w}", rate) for w, rate in ((1, 418.0), (2, 2500.0))]}
+        table = lp.summary_table(self.write("redis_locks.json", data))
+        self.assertIn("throughput, k ops/s", table)
+        self.assertEqual(next(l for l in table.splitlines() if l.startswith("SpinLock")).split()[1:],
+                         ["0.418", "2.5"])
+        data["benchmarks"] = [entry("redis_locks/SpinLock/waiters:1", 20.0)]
+        self.assertIn("throughput, ops/s", lp.summary_table(self.write("slow.json", data)))
+
+
 class ResultsDirTest(Fixtures):
     def test_peer_files_merge_into_their_suite(self):
         self.write("r/counters.json", single_run())
