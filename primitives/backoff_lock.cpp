@@ -18,22 +18,21 @@ std::uint32_t next_random() noexcept {
 
 }  // namespace
 
-void BackoffLock::lock_slow() noexcept {
+std::int64_t BackoffLock::acquire_contended(std::atomic<bool>& locked) noexcept {
   std::int64_t spins = 0;
   std::uint32_t limit = kMinBackoff;
   for (;;) {
-    while (locked_.load(std::memory_order_relaxed)) {
+    while (locked.load(std::memory_order_relaxed)) {
       ++spins;
       cpu_relax();
     }
-    if (!locked_.exchange(true, std::memory_order_acquire)) break;
+    if (!locked.exchange(true, std::memory_order_acquire)) return spins;
     // Lost a race for a free lock: back off a random [limit/2, limit) pauses.
     const std::uint32_t pauses = limit / 2 + next_random() % (limit / 2);
     for (std::uint32_t i = 0; i < pauses; ++i) cpu_relax();
     spins += pauses;
     if (limit < kMaxBackoff) limit *= 2;
   }
-  stats_.record_contended_acquire(spins);
 }
 
 }  // namespace locklab

@@ -4,16 +4,10 @@
 //
 // What it guarantees
 // ------------------
-// Mutual exclusion; the two states of TtasLock (false = unlocked, true =
-// locked by one unrecorded thread). No fairness, and less than TTAS: a thread
-// that has backed off a long way loses to newcomers whose limit is small, so
-// starvation is more likely, not less. No timed tries (see tas_lock.hpp).
-//
-// What is invalid
-// ---------------
-// unlock() by a non-holder: debug builds assert the lock is held (by anyone);
-// a non-holder releasing a lock another thread holds is not detected and
-// breaks mutual exclusion. Recursive lock() deadlocks.
+// Mutual exclusion; the word, fast paths, invalid uses and memory orders of
+// flag_spin_lock.hpp. No fairness, and less than TTAS: a thread that has
+// backed off a long way loses to newcomers whose limit is small, so
+// starvation is more likely, not less.
 //
 // Cost and when to use it
 // -----------------------
@@ -34,57 +28,30 @@
 // collapses once waiters outnumber the 2 cores.
 // Uncontended cost is TTAS's: one `xchg` to lock, one store to unlock.
 //
-// Memory orders: exactly TtasLock's (relaxed polls; acquire exchange pairs
-// with the release store in unlock). The backoff state is thread-local.
-//
-// Statistics: slow path only; spins count polls and backoff pauses.
+// The wait (acquire_contended): TtasLock's, plus the backoff after each lost
+// exchange; its state is local to the waiting call (the jitter's generator
+// is thread-local). Statistics count polls and backoff pauses as spins.
 #pragma once
 
 #include <atomic>
-#include <cassert>
 #include <cstdint>
 
-#include "primitives/cache_line.hpp"
-#include "primitives/lock_stats.hpp"
+#include "primitives/flag_spin_lock.hpp"
 
 namespace locklab {
 
-class BackoffLock {
+class BackoffLock : public FlagSpinLock<BackoffLock> {
  public:
-  static constexpr std::uint32_t kMinBackoff = 4;     // pauses; see the essay
-  static constexpr std::uint32_t kMaxBackoff = 256;   // pauses; see the essay
+  static constexpr std::uint32_t kMinBackoff = 4;    // pauses; see the essay
+  static constexpr std::uint32_t kMaxBackoff = 256;  // pauses; see the essay
 
   BackoffLock() = default;
-  BackoffLock(const BackoffLock&) = delete;
-  BackoffLock& operator=(const BackoffLock&) = delete;
-
-  // Blocks (spinning and backing off) until the caller holds the lock.
-  // Precondition: the caller does not hold it.
-  void lock() noexcept {
-    if (!locked_.exchange(true, std::memory_order_acquire)) return;
-    lock_slow();
-  }
-
-  // Takes the lock if it is free at this instant; never waits.
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-
-  // Releases the lock. Precondition: the caller holds it. Never blocks.
-  void unlock() noexcept {
-    assert(locked_.load(std::memory_order_relaxed) && "BackoffLock::unlock: lock not held");
-    locked_.store(false, std::memory_order_release);
-  }
-
-  bool is_locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
-
-  LockStatsSnapshot stats() const noexcept { return stats_.snapshot(); }
 
  private:
-  void lock_slow() noexcept;
-
-  alignas(kCacheLineSize) std::atomic<bool> locked_{false};
-  LockStats stats_;
+  friend FlagSpinLock<BackoffLock>;
+  // The slow path (out of line): wait until our exchange(true, acquire)
+  // returns false; return the polls and pauses spent.
+  static std::int64_t acquire_contended(std::atomic<bool>& locked) noexcept;
 };
 
 }  // namespace locklab

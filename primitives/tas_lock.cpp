@@ -6,13 +6,13 @@
 
 namespace locklab {
 
-void TasLock::lock_slow() noexcept {
+std::int64_t TasLock::acquire_contended(std::atomic<bool>& locked) noexcept {
   std::int64_t spins = 0;
   do {
     ++spins;
     cpu_relax();
-  } while (locked_.exchange(true, std::memory_order_acquire));
-  stats_.record_contended_acquire(spins);
+  } while (locked.exchange(true, std::memory_order_acquire));
+  return spins;
 }
 
 }  // namespace locklab

@@ -6,16 +6,15 @@
 
 namespace locklab {
 
-void TtasLock::lock_slow() noexcept {
+std::int64_t TtasLock::acquire_contended(std::atomic<bool>& locked) noexcept {
   std::int64_t spins = 0;
   for (;;) {
-    while (locked_.load(std::memory_order_relaxed)) {
+    while (locked.load(std::memory_order_relaxed)) {
       ++spins;
       cpu_relax();
     }
-    if (!locked_.exchange(true, std::memory_order_acquire)) break;
+    if (!locked.exchange(true, std::memory_order_acquire)) return spins;
   }
-  stats_.record_contended_acquire(spins);
 }
 
 }  // namespace locklab

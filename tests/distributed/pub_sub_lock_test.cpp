@@ -57,22 +57,8 @@ TEST_F(PubSubLockTest, IsReentrantWithAHoldCountInTheHash) {
 
 TEST_F(PubSubLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
   PubSubLock lock(client(), key(), leased(10s));
-  std::uint64_t local = 0;  // plain: guarded by the lock
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 25; ++i) {
-        std::lock_guard g(lock);
-        Reply v = client().command({"GET", key("counter")});
-        const long n = v.is_nil() ? 0 : std::stol(v.as_string());
-        client().command({"SET", key("counter"), std::to_string(n + 1)});
-        ++local;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  EXPECT_EQ(increment_under(lock, client(), key("counter"), 8, 25), 200u);
   EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "200");
-  EXPECT_EQ(local, 200u);
 }
 
 // The child half of the cross-process tests: run only via spawn_self.

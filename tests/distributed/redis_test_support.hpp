@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +46,30 @@ inline bool eventually(const std::function<bool()>& done, std::chrono::milliseco
 
 inline double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// `threads` threads each do `rounds` non-atomic read-modify-writes (GET, +1,
+// SET) of the Redis key `counter` while holding `lock`, and also count them
+// in a plain integer guarded by the lock (TSan would see a race if the lock
+// failed to order them). Returns that local count; with mutual exclusion
+// both it and the key equal threads x rounds.
+template <class Lock>
+std::uint64_t increment_under(Lock& lock, Client& client, const std::string& counter, int threads, int rounds) {
+  std::uint64_t local = 0;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      for (int i = 0; i < rounds; ++i) {
+        std::lock_guard g(lock);
+        Reply v = client.command({"GET", counter});
+        const long n = v.is_nil() ? 0 : std::stol(v.as_string());
+        client.command({"SET", counter, std::to_string(n + 1)});
+        ++local;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  return local;
 }
 
 class RedisTest : public ::testing::Test {

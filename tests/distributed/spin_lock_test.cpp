@@ -45,22 +45,8 @@ TEST_F(SpinLockTest, UncontendedLockAndUnlockAreTwoRoundTripsAndLeaveNothingBehi
 
 TEST_F(SpinLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
   SpinLock lock(client(), key(), fast());
-  std::uint64_t local = 0;  // plain: guarded by the lock (TSan would see a race)
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 25; ++i) {
-        std::lock_guard g(lock);
-        Reply v = client().command({"GET", key("counter")});
-        const long n = v.is_nil() ? 0 : std::stol(v.as_string());
-        client().command({"SET", key("counter"), std::to_string(n + 1)});
-        ++local;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  EXPECT_EQ(increment_under(lock, client(), key("counter"), 4, 25), 100u);
   EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "100");
-  EXPECT_EQ(local, 100u);
 }
 
 TEST_F(SpinLockTest, UnlockByANonHolderIsOperationNotPermittedAndChangesNothing) {

@@ -632,7 +632,7 @@ struct ContentionRun {
 // others find it held) until the lock's stats show a contended acquire, or
 // 20 s have passed. Time-bounded rather than count-bounded: on a loaded
 // machine a short burst per thread may never overlap with the others.
-// For the per-lock "stats count contention" tests.
+// The ContentionIsCountedInStats check of the suite.
 template <class L>
 ContentionRun contend_until_stats_show_it(L& lock) {
   ContentionRun run;
@@ -749,6 +749,18 @@ TYPED_TEST_P(LockConformance, UncontendedPathRecordsNoStats) {
   }
 }
 
+TYPED_TEST_P(LockConformance, ContentionIsCountedInStats) {
+  if constexpr (locklab::testing::HasStats<TypeParam>) {
+    TypeParam lock;
+    const auto run = locklab::testing::contend_until_stats_show_it(lock);
+    EXPECT_EQ(run.guarded, run.made) << "lost updates inside the lock";
+    EXPECT_GT(lock.stats().contended_acquires, 0) << "4 threads for up to 20 s never recorded a contended acquire";
+  } else {
+    GTEST_SKIP() << "no stats()";
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(LockConformance, MutualExclusion, TryLockDoesNotBlock, TimedTryTimesOutNoEarlierThanAsked,
                             TimedTrySucceedsWhenFreed, TimedTryZeroOrNegativeIsOneTry, NoLostWakeups,
-                            FifoOrderIfPromised, WorksWithStdWrappers, UncontendedPathRecordsNoStats);
+                            FifoOrderIfPromised, WorksWithStdWrappers, UncontendedPathRecordsNoStats,
+                            ContentionIsCountedInStats);
