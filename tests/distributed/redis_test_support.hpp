@@ -26,6 +26,7 @@
 
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
+#include "tests/eventually.hpp"
 
 extern char** environ;
 
@@ -34,15 +35,7 @@ namespace locklab::redis::testing {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Polls `done` every millisecond until true or `bound` passed.
-inline bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound = 5s) {
-  const auto deadline = Clock::now() + bound;
-  while (!done()) {
-    if (Clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using locklab::testing::eventually;
 
 inline double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();

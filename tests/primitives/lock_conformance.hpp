@@ -94,6 +94,7 @@
 #include <vector>
 
 #include "primitives/cpu_relax.hpp"
+#include "tests/eventually.hpp"
 
 namespace locklab::testing {
 
@@ -144,14 +145,10 @@ namespace detail {
 
 inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-// Polls `done` every 200 us until it is true or `deadline` passes.
+// Polls `done` until it is true or `deadline` passes (tests/eventually.hpp).
 template <class Pred>
 bool wait_until(Pred done, Clock::time_point deadline) {
-  while (!done()) {
-    if (Clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
+  return eventually(done, std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
 }
 
 // A thread that takes the lock, reports it, and keeps it until release() or

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/primitives/lock_conformance.hpp"
+#include "tests/eventually.hpp"
 
 namespace locklab {
 
@@ -45,15 +46,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-template <class Pred>
-bool eventually(Pred done, std::chrono::milliseconds bound = 10s) {
-  const auto deadline = Clock::now() + bound;
-  while (!done()) {
-    if (Clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
+using locklab::testing::eventually;
 
 // Runs f, expecting std::system_error with operation_not_permitted.
 template <class F>

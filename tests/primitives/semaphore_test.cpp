@@ -11,22 +11,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/eventually.hpp"
+
 namespace locklab {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Polls `done` until it holds or `bound` passes; returns done().
-template <class Pred>
-bool eventually(Pred done, std::chrono::milliseconds bound = 10s) {
-  const auto deadline = Clock::now() + bound;
-  while (!done()) {
-    if (Clock::now() >= deadline) return done();
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
+using locklab::testing::eventually;
 
 // Waits (bounded) for `finished` to reach `n`; if it never does, threads are
 // stuck in acquire() for good and cannot be joined: say so and abort (a
