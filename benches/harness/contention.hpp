@@ -38,6 +38,7 @@
 // spins, parks ...) divided by the operation count.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -50,6 +51,7 @@
 #include <vector>
 
 #include "benches/harness/busy_work.hpp"
+#include "benches/harness/latency_sampler.hpp"
 
 namespace locklab::bench {
 
@@ -147,21 +149,37 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
 // The Lockable seam: any type with lock()/unlock() — a local lock, a fiber
 // lock, a Redis lock, a student's lock — is driven the same way. One
 // operation is one acquire, w.cs_ns of work while holding, and one release.
+// Acquire latency (the lock() call, entry to return) is sampled per waiter
+// (latency_sampler.hpp) and reported in `extra` as p50_us and p99_us.
 template <class L>
   requires requires(L& l) {
     l.lock();
     l.unlock();
   }
 ContentionResult run_lock_contention(L& lock, const Workload& w, const EventSource& events = {}) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<LatencySampler> samplers(static_cast<std::size_t>(std::max(w.waiters, 1)));
   ContentionResult r = run_contention(
       w,
-      [&lock, cs = w.cs_ns](int) {
-        lock.lock();
+      [&lock, &samplers, cs = w.cs_ns](int i) {
+        LatencySampler& sampler = samplers[static_cast<std::size_t>(i)];
+        if (sampler.due()) {
+          const Clock::time_point t0 = Clock::now();
+          lock.lock();
+          sampler.record(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+        } else {
+          lock.lock();
+        }
         BusyWork::spin_ns(cs);
         lock.unlock();
       },
       events);
   r.per_unit = "acquire";
+  const LatencyDistribution latency(samplers);
+  if (!latency.empty()) {
+    r.extra.emplace_back("p50_us", latency.percentile_ns(0.50) / 1e3);
+    r.extra.emplace_back("p99_us", latency.percentile_ns(0.99) / 1e3);
+  }
   return r;
 }
 

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <string>
 #include <stdexcept>
 #include <thread>
 
@@ -62,6 +64,30 @@ TEST(ContentionHarnessTest, LockSeamGivesMutualExclusionAndCountsAcquires) {
   ContentionResult r = run_lock_contention(counting, w);
   EXPECT_EQ(static_cast<std::int64_t>(r.total_ops()), unguarded);
   EXPECT_EQ(r.per_unit, "acquire");
+}
+
+TEST(ContentionHarnessTest, LockRunsReportSampledAcquireLatency) {
+  // A lock whose lock() always takes >= 200 us: every sampled acquire, and
+  // so the median and p99, must be at least that.
+  struct SlowLock {
+    std::mutex m;
+    void lock() {
+      m.lock();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    void unlock() { m.unlock(); }
+  } slow;
+  Workload w{.waiters = 2, .duration = milliseconds(30)};
+  ContentionResult r = run_lock_contention(slow, w);
+  auto value = [&](const std::string& name) {
+    for (const auto& [n, v] : r.extra) {
+      if (n == name) return v;
+    }
+    ADD_FAILURE() << name << " not reported";
+    return 0.0;
+  };
+  EXPECT_GE(value("p50_us"), 200.0);
+  EXPECT_GE(value("p99_us"), value("p50_us"));
 }
 
 TEST(ContentionHarnessTest, ReportsEventDeltasNotTotals) {

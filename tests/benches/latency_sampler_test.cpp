@@ -1,0 +1,73 @@
+#include "benches/harness/latency_sampler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace locklab::bench {
+namespace {
+
+// Feeds `ops` operations whose latency equals their index into a sampler.
+LatencySampler sample_indices(std::uint64_t ops) {
+  LatencySampler s;
+  for (std::uint64_t i = 0; i < ops; ++i) {
+    if (s.due()) s.record(static_cast<std::int64_t>(i));
+  }
+  return s;
+}
+
+TEST(LatencySamplerTest, TimesEveryOperationUntilTheBufferFills) {
+  const LatencySampler s = sample_indices(LatencySampler::kCapacity);
+  EXPECT_EQ(s.stride(), 1u);
+  ASSERT_EQ(s.samples().size(), LatencySampler::kCapacity);
+  EXPECT_EQ(s.samples().back(), static_cast<std::int64_t>(LatencySampler::kCapacity - 1));
+}
+
+TEST(LatencySamplerTest, DecimationKeepsEveryKthOperationAndBoundsMemory) {
+  const std::uint64_t ops = 1'000'003;
+  const LatencySampler s = sample_indices(ops);
+  EXPECT_LE(s.samples().size(), LatencySampler::kCapacity);
+  EXPECT_GE(s.samples().size(), LatencySampler::kCapacity / 2);
+  // The kept samples are exactly the indices 0, K, 2K, ...: an even spread.
+  for (std::size_t j = 0; j < s.samples().size(); ++j) {
+    ASSERT_EQ(s.samples()[j], static_cast<std::int64_t>(j * s.stride())) << "sample " << j;
+  }
+  // ... covering the whole run, not only its start.
+  EXPECT_GT(static_cast<std::uint64_t>(s.samples().back()) + s.stride(), ops - 1 - s.stride());
+}
+
+TEST(LatencyDistributionTest, PercentilesOfAUniformRun) {
+  const std::vector<LatencySampler> one{sample_indices(100'000)};
+  const LatencyDistribution d(one);
+  // Latencies 0..99999: the median is ~50000 and p99 ~99000, within one stride.
+  const double k = static_cast<double>(one[0].stride());
+  EXPECT_NEAR(d.percentile_ns(0.50), 50'000, k);
+  EXPECT_NEAR(d.percentile_ns(0.99), 99'000, k);
+}
+
+TEST(LatencyDistributionTest, WeightsEachWaiterByItsStride) {
+  // Waiter A made 100x the operations of waiter B, all at 10 ns; B's are all
+  // at 1000 ns. Unweighted, B's samples would be a third of the buffer's
+  // worth; weighted, they are ~1% of the operations, so the median is A's.
+  std::vector<LatencySampler> waiters(2);
+  for (int i = 0; i < 100'000; ++i) {
+    if (waiters[0].due()) waiters[0].record(10);
+  }
+  for (int i = 0; i < 1'000; ++i) {
+    if (waiters[1].due()) waiters[1].record(1000);
+  }
+  const LatencyDistribution d(waiters);
+  EXPECT_EQ(d.percentile_ns(0.50), 10);
+  EXPECT_EQ(d.percentile_ns(0.98), 10);
+  EXPECT_EQ(d.percentile_ns(0.999), 1000);
+}
+
+TEST(LatencyDistributionTest, EmptyIsZero) {
+  const LatencyDistribution d(std::vector<LatencySampler>(3));
+  EXPECT_TRUE(d.empty());
+  EXPECT_EQ(d.percentile_ns(0.99), 0.0);
+}
+
+}  // namespace
+}  // namespace locklab::bench
