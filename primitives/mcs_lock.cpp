@@ -3,6 +3,7 @@
 #include <new>
 
 #include "primitives/cpu_relax.hpp"
+#include "primitives/futex.hpp"
 
 namespace locklab {
 namespace detail {
@@ -23,11 +24,29 @@ void McsNodePool::give_to_heap(McsNode* n) noexcept { delete n; }
 void McsLock::lock_slow(detail::McsNode* node, detail::McsNode* pred) noexcept {
   pred->next.store(node, std::memory_order_release);
   std::int64_t spins = 0;
-  while (node->locked.load(std::memory_order_acquire)) {
+  const bool parks = waiting_ == Waiting::kSpinThenPark;
+  while (node->wait.load(std::memory_order_acquire) != detail::kMcsGranted) {
+    if (parks && spins >= kSpinPolls) {
+      // Announce the sleep (1 -> 2), then sleep while the word stays 2. The
+      // CAS fails only if the hand-off came first (the word is 0): the loop
+      // condition then ends the wait. Relaxed: the acquire load above is
+      // what synchronises with the hand-off.
+      std::uint32_t expected = detail::kMcsWaiting;
+      if (node->wait.compare_exchange_strong(expected, detail::kMcsParked, std::memory_order_relaxed) ||
+          expected == detail::kMcsParked) {
+        if (futex_wait(node->wait, detail::kMcsParked) != FutexWaitResult::kValueChanged) stats_.record_park();
+      }
+      continue;
+    }
     ++spins;
     cpu_relax();
   }
   stats_.record_contended_acquire(spins);
+}
+
+void McsLock::wake(detail::McsNode* succ) noexcept {
+  futex_wake_one(succ->wait);
+  stats_.record_wake();
 }
 
 detail::McsNode* McsLock::wait_for_successor(detail::McsNode* node) noexcept {

@@ -52,10 +52,12 @@
 //   acquire so that, if the queue was empty, we synchronise with the release
 //   CAS of the last unlock (its critical section happens-before ours).
 // - pred->next.store(node, release) links us; the holder reads it with
-//   acquire, so our initialised `locked` flag is visible before the holder
+//   acquire, so our initialised `wait` flag is visible before the holder
 //   clears it (coherence would give the same, but the pair makes it explicit).
-// - waiting: node->locked.load(acquire) until false; it reads the holder's
-//   store(false, release) in unlock: the hand-off carries the critical section.
+// - waiting: node->wait.load(acquire) until kGranted; it reads the holder's
+//   store (or exchange) of kGranted with release in unlock: the hand-off
+//   carries the critical section. The parking variant's exchange needs no
+//   acquire: the value it returns only decides whether to wake.
 // - unlock with no visible successor: tail_.compare_exchange(node -> nullptr,
 //   release) pairs with the next arrival's acquire exchange. On failure
 //   (relaxed) a successor is between its exchange and its link: wait for
@@ -64,8 +66,37 @@
 //   reads it (in unlock, before releasing), so the lock itself orders every
 //   access.
 //
+// Spin, then park: McsParkingLock
+// --------------------------------
+// The same queue, but a waiter that has polled its flag kSpinPolls times
+// parks on it (a futex on its own node's word): flag states
+//   kGranted 0 | the predecessor handed the lock over
+//   kWaiting 1 | queued, spinning
+//   kParked  2 | queued, asleep in futex_wait (or about to be)
+// The waiter moves 1 -> 2 with a CAS and sleeps only while the word is 2;
+// the releaser hands over with exchange(0) and calls futex_wake only if it
+// saw 2. A hand-off therefore never loses a wake-up (the kernel re-checks
+// the word) and costs no system call when the successor is still spinning.
+// Order stays FIFO. What parking buys on an oversubscribed machine: queued
+// waiters stop burning the cores the holder and the next waiter need, so
+// throughput no longer collapses to one hand-off per scheduler time slice.
+// What it cannot buy: the lock still goes to the NEXT waiter, which by then
+// is usually asleep, so each hand-off waits for a futex wake-up to run
+// (~35 us on this lab's VM, physical_limits' FutexWakeToRun) while
+// std::mutex lets the running thread barge in. FIFO costs that; the locks
+// suite shows how much.
+// kSpinPolls = 200 polls (~4 us at the measured 20 ns per pause): the
+// initial budget of AdaptiveMutex, about a tenth of the park + wake round
+// trip it saves when the hand-off comes quickly.
+// The releaser's futex_wake may reach a node whose owner has already woken
+// spuriously, taken the lock and reused the node: a spurious wake-up for a
+// later waiter on that word, which every futex waiter here tolerates (they
+// re-check their word in a loop), and never a memory access (the kernel
+// only hashes the address of a private futex).
+//
 // Statistics: slow path only (contended acquires; spins = polls of the own
-// flag; waiting for a successor's link in unlock is not counted).
+// flag; parks and wakes for McsParkingLock; waiting for a successor's link
+// in unlock is not counted).
 #pragma once
 
 #include <atomic>
@@ -81,9 +112,16 @@ namespace detail {
 
 struct McsNodePool;
 
+// The values of McsNode::wait (see "Spin, then park").
+inline constexpr std::uint32_t kMcsGranted = 0;
+inline constexpr std::uint32_t kMcsWaiting = 1;
+inline constexpr std::uint32_t kMcsParked = 2;
+
 struct alignas(kCacheLineSize) McsNode {
   std::atomic<McsNode*> next{nullptr};
-  std::atomic<bool> locked{false};  // true while the owner must wait
+  // kWaiting or kParked while the owner must wait; kGranted once it holds
+  // the lock (see "Spin, then park"). 32 bits: it is a futex word.
+  std::atomic<std::uint32_t> wait{0};
   McsNodePool* pool = nullptr;      // the pool it belongs to (debug check)
   McsNode* free_next = nullptr;     // pool free list (owner thread only)
   bool on_heap = false;             // beyond the inline nodes
@@ -132,7 +170,12 @@ inline McsNodePool& this_thread_mcs_pool() noexcept {
 
 class McsLock {
  public:
-  McsLock() = default;
+  // How a queued waiter waits: kSpin polls its flag until the hand-off (the
+  // textbook lock); kSpinThenPark parks after kSpinPolls (McsParkingLock).
+  enum class Waiting : std::uint8_t { kSpin, kSpinThenPark };
+  static constexpr std::int64_t kSpinPolls = 200;
+
+  explicit McsLock(Waiting waiting = Waiting::kSpin) noexcept : waiting_(waiting) {}
   McsLock(const McsLock&) = delete;
   McsLock& operator=(const McsLock&) = delete;
 
@@ -142,7 +185,7 @@ class McsLock {
     detail::McsNodePool& pool = detail::this_thread_mcs_pool();
     detail::McsNode* node = pool.take();
     node->next.store(nullptr, std::memory_order_relaxed);
-    node->locked.store(true, std::memory_order_relaxed);
+    node->wait.store(detail::kMcsWaiting, std::memory_order_relaxed);
     detail::McsNode* pred = tail_.exchange(node, std::memory_order_acq_rel);
     if (pred != nullptr) lock_slow(node, pred);
     head_ = node;
@@ -154,7 +197,7 @@ class McsLock {
     detail::McsNodePool& pool = detail::this_thread_mcs_pool();
     detail::McsNode* node = pool.take();
     node->next.store(nullptr, std::memory_order_relaxed);
-    node->locked.store(true, std::memory_order_relaxed);
+    node->wait.store(detail::kMcsWaiting, std::memory_order_relaxed);
     detail::McsNode* expected = nullptr;
     if (tail_.compare_exchange_strong(expected, node, std::memory_order_acq_rel, std::memory_order_relaxed)) {
       head_ = node;
@@ -180,7 +223,11 @@ class McsLock {
       }
       succ = wait_for_successor(node);
     }
-    succ->locked.store(false, std::memory_order_release);
+    if (waiting_ == Waiting::kSpin) {
+      succ->wait.store(detail::kMcsGranted, std::memory_order_release);
+    } else if (succ->wait.exchange(detail::kMcsGranted, std::memory_order_release) == detail::kMcsParked) {
+      wake(succ);
+    }
     detail::this_thread_mcs_pool().give(node);
   }
 
@@ -192,10 +239,20 @@ class McsLock {
  private:
   void lock_slow(detail::McsNode* node, detail::McsNode* pred) noexcept;
   static detail::McsNode* wait_for_successor(detail::McsNode* node) noexcept;
+  void wake(detail::McsNode* succ) noexcept;
 
   alignas(kCacheLineSize) std::atomic<detail::McsNode*> tail_{nullptr};
   detail::McsNode* head_ = nullptr;  // the holder's node; see "Memory orders"
+  const Waiting waiting_;
   LockStats stats_;
+};
+
+// The MCS queue whose waiters spin kSpinPolls polls, then park (see "Spin,
+// then park" above): a type of its own so that tests and benchmarks can name
+// it. FIFO, no timed tries, same invalid uses as McsLock.
+class McsParkingLock : public McsLock {
+ public:
+  McsParkingLock() noexcept : McsLock(Waiting::kSpinThenPark) {}
 };
 
 }  // namespace locklab
