@@ -23,6 +23,8 @@ struct LockStatsSnapshot {
   std::int64_t spins = 0;               // polls of the lock word while waiting
   std::int64_t parks = 0;               // sleeps in the kernel (futex waits)
   std::int64_t wakes = 0;               // wake-up calls made by releases
+  std::int64_t handoffs = 0;            // releases that passed the lock directly
+                                        // to a parked waiter (never unlocked it)
 };
 
 class LockStats {
@@ -33,9 +35,10 @@ class LockStats {
   }
   void record_park() noexcept { parks_.increment(); }
   void record_wake() noexcept { wakes_.increment(); }
+  void record_handoff() noexcept { handoffs_.increment(); }
 
   LockStatsSnapshot snapshot() const noexcept {
-    return {contended_acquires_.sum(), spins_.sum(), parks_.sum(), wakes_.sum()};
+    return {contended_acquires_.sum(), spins_.sum(), parks_.sum(), wakes_.sum(), handoffs_.sum()};
   }
 
  private:
@@ -43,6 +46,7 @@ class LockStats {
   StripedCounter spins_;
   StripedCounter parks_;
   StripedCounter wakes_;
+  StripedCounter handoffs_;
 };
 
 }  // namespace locklab
