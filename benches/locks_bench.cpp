@@ -1,7 +1,18 @@
 // Suite `locks`: every local lock algorithm on the shared contention harness,
-// with std::mutex as the baseline. Each waiter loops lock(); cs_ns of busy
-// work; unlock(). Two critical-section lengths: cs_ns:0 (the hand-off cost
-// alone) and cs_ns:1000 (~1 us of work while holding).
+// beside the locks other people ship (benches/local_peers.hpp). Each waiter
+// loops lock(); cs_ns of busy work; unlock(); think_ns of busy work. Three
+// workloads, each at every waiter count:
+//   cs_ns:0                          the hand-off cost alone (tiny section,
+//                                    nothing outside: favours unfair locks,
+//                                    whose holder re-takes the lock on its
+//                                    own core);
+//   cs_ns:1000                       ~1 us of work while holding;
+//   cs_ns:0/think_ns_per_waiter:100  abseil's BM_Contended shape: a tiny
+//                                    section and think_ns = 100 * waiters of
+//                                    work outside the lock, so the share of
+//                                    time each thread wants the lock stays
+//                                    constant as threads are added. Ceiling:
+//                                    min(cores, waiters) / (100 ns * waiters).
 //
 // The lessons the curves must show on this lab's 2-core machine (issue
 // "Local locks"): spin locks collapse when waiters outnumber cores (a
@@ -11,16 +22,24 @@
 // std::mutex. Counters per acquire come from each lock's LockStats:
 // contended_acquires, spins, parks, wakes.
 //
-// Impl names contain no '/' or ':' (they would break the point-name grammar
+// Impl names contain no '/' (it would break the point-name grammar
 // `<suite>/<Impl>/waiters:<N>/cs_ns:<v>`); std::mutex starts with "std::" so
 // the plots grey it as a baseline. ReentrantLock (both fairness modes) and
-// Semaphore(1) complete the JVM's toolbox beside the algorithms.
+// Semaphore(1) complete the JVM's toolbox beside the algorithms. The peers
+// are named `<library>.<lock>` (glibc.adaptive, absl.Mutex, tbb.spin_mutex,
+// ck.mcs ...) like the JVM driver's `java.<class>`, and `none` is the
+// harness without a lock.
+//
+// Quick mode runs fewer peer points: see QuickCoverage below.
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "benches/harness/suite.hpp"
+#include "benches/local_peers.hpp"
 #include "primitives/adaptive_mutex.hpp"
 #include "primitives/backoff_lock.hpp"
 #include "primitives/mcs_lock.hpp"
@@ -33,7 +52,31 @@
 namespace locklab::bench {
 namespace {
 
-constexpr std::int64_t kCriticalSectionsNs[] = {0, 1000};
+// One workload shape; think_ns = think_ns_per_waiter * waiters.
+struct Shape {
+  std::int64_t cs_ns;
+  std::int64_t think_ns_per_waiter;
+};
+constexpr Shape kShapes[] = {{0, 0}, {1000, 0}, {0, 100}};
+
+// What --mode=quick leaves out of an implementation's points (full mode
+// runs every point of every implementation). Our own locks run everything.
+// The peers would double the suite's quick run time (measured on the lab
+// machine: 141 s of points with every peer everywhere, 77 s of them ours),
+// so in quick mode they run only the tiny sections (cs_ns:0, with and
+// without think time: the workloads the issue's goals are stated on), and
+// the FIFO spin peers (ck.ticket, ck.mcs, ck.clh: no backoff, no yield, no
+// park) stop at 16 waiters: at 64 each of their points takes 4-6 s to
+// drain after its deadline (every hand-off waits for a preempted waiter's
+// time slice) to show the collapse their 16-waiter point already shows.
+// Together: the peers' points take ~22 s instead of ~64 s.
+struct QuickCoverage {
+  bool tiny_sections_only = false;
+  int max_waiters = std::numeric_limits<int>::max();
+};
+constexpr QuickCoverage kEverything{};
+constexpr QuickCoverage kPeer{.tiny_sections_only = true};
+constexpr QuickCoverage kFifoSpinPeer{.tiny_sections_only = true, .max_waiters = 16};
 
 template <class L>
 EventSource events_of(const L& lock) {
@@ -43,7 +86,8 @@ EventSource events_of(const L& lock) {
       return EventCounts{{"contended_acquires", static_cast<double>(s.contended_acquires)},
                          {"spins", static_cast<double>(s.spins)},
                          {"parks", static_cast<double>(s.parks)},
-                         {"wakes", static_cast<double>(s.wakes)}};
+                         {"wakes", static_cast<double>(s.wakes)},
+                         {"handoffs", static_cast<double>(s.handoffs)}};
     };
   } else {
     return {};
@@ -51,13 +95,21 @@ EventSource events_of(const L& lock) {
 }
 
 // Registers every point of one implementation; `make` builds a fresh lock
-// per point (locks are neither copyable nor movable).
+// per point (locks are neither copyable nor movable), so a lock lives
+// exactly as long as its point (absl's no-detect peer relies on it).
 template <class L>
-void register_lock(const SuiteOptions& o, const std::string& impl, std::function<std::unique_ptr<L>()> make) {
-  for (std::int64_t cs : kCriticalSectionsNs) {
+void register_lock(const SuiteOptions& o, const std::string& impl, std::function<std::unique_ptr<L>()> make,
+                   QuickCoverage quick = kEverything) {
+  for (const Shape& shape : kShapes) {
     for (int waiters : o.waiters) {
-      Workload w{.waiters = waiters, .duration = o.duration, .cs_ns = cs};
-      register_point(point_name(o.suite, impl, waiters, {{"cs_ns", cs}}), w, [make](const Workload& wl) {
+      if (o.mode == "quick" && ((quick.tiny_sections_only && shape.cs_ns != 0) || waiters > quick.max_waiters)) continue;
+      Workload w{.waiters = waiters,
+                 .duration = o.duration,
+                 .cs_ns = shape.cs_ns,
+                 .think_ns = shape.think_ns_per_waiter * waiters};
+      std::vector<Knob> knobs{{"cs_ns", shape.cs_ns}};
+      if (shape.think_ns_per_waiter != 0) knobs.push_back({"think_ns_per_waiter", shape.think_ns_per_waiter});
+      register_point(point_name(o.suite, impl, waiters, knobs), w, [make](const Workload& wl) {
         std::unique_ptr<L> lock = make();
         return run_lock_contention(*lock, wl, events_of(*lock));
       });
@@ -66,8 +118,8 @@ void register_lock(const SuiteOptions& o, const std::string& impl, std::function
 }
 
 template <class L>
-void register_lock(const SuiteOptions& o, const std::string& impl) {
-  register_lock<L>(o, impl, [] { return std::make_unique<L>(); });
+void register_lock(const SuiteOptions& o, const std::string& impl, QuickCoverage quick = kEverything) {
+  register_lock<L>(o, impl, [] { return std::make_unique<L>(); }, quick);
 }
 
 // Semaphore(1) as a lock, the seed's per-key lock: acquire/release under the
@@ -104,6 +156,7 @@ int main(int argc, char** argv) {
     bench::register_lock<BackoffLock>(o, "BackoffLock");
     bench::register_lock<TicketLock>(o, "TicketLock");
     bench::register_lock<McsLock>(o, "McsLock");
+    bench::register_lock<McsParkingLock>(o, "McsParkingLock");
     bench::register_adaptive(o, "AdaptiveMutex", SpinPolicy::adaptive());
     bench::register_adaptive(o, "AdaptiveMutex(park-only)", SpinPolicy::park_only());
     bench::register_adaptive(o, "AdaptiveMutex(spin-only)", SpinPolicy::spin_only());
@@ -111,5 +164,17 @@ int main(int argc, char** argv) {
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(unfair)", Fairness::kUnfair);
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(fair)", Fairness::kFair);
     bench::register_fairness<bench::SemaphoreLock>(o, "Semaphore(1)", Fairness::kUnfair);
+    // Other people's locks (benches/local_peers.hpp), and no lock at all.
+    using namespace bench::peers;
+    bench::register_lock<NoLock>(o, "none", bench::kPeer);
+    bench::register_lock<GlibcAdaptiveMutex>(o, "glibc.adaptive", bench::kPeer);
+    bench::register_lock<AbslMutex>(o, "absl.Mutex", bench::kPeer);
+    bench::register_lock<AbslMutexNoDeadlockDetection>(o, "absl.Mutex(no-detect)", bench::kPeer);
+    bench::register_lock<TbbSpinMutex>(o, "tbb.spin_mutex", bench::kPeer);
+    bench::register_lock<TbbQueuingMutex>(o, "tbb.queuing_mutex", bench::kPeer);
+    bench::register_lock<CkFasLock>(o, "ck.fas", bench::kPeer);
+    bench::register_lock<CkTicketLock>(o, "ck.ticket", bench::kFifoSpinPeer);
+    bench::register_lock<CkMcsLock>(o, "ck.mcs", bench::kFifoSpinPeer);
+    bench::register_lock<CkClhLock>(o, "ck.clh", bench::kFifoSpinPeer);
   });
 }
