@@ -24,7 +24,12 @@ API
 - :func:`find_suite_json` -- which results file a notebook should show
 - :func:`apply_style`, :func:`plot_throughput`, :func:`plot_counter`
 - :func:`plot_suite` -- one PNG per knob combination of a suite
+- :func:`plot_versus` -- any counter against any knob (carriers, concurrency)
 - :func:`summary_table` -- a fixed-width text table for the terminal
+- :func:`plot_process_split`, :func:`split_table` -- the Redis suite's waiters
+  as P processes x T threads
+- :func:`plot_local_vs_distributed` -- local and Redis locks on one waiter axis
+  (``plot`` draws it as ``redis_locks_vs_locks.png`` when both suites are there)
 
 Command line (``--help`` for details)::
 
@@ -72,8 +77,11 @@ COMMON_COUNTERS = ("items_per_second", "ns_per_op", "cpu_per_wall", "fairness")
 
 # Implementations whose name starts with one of these are peers (other
 # people's libraries, other languages); everything else is ours.
-PEER_PREFIXES = ("std::", "absl::", "tbb::", "boost::", "folly::", "ck_",
-                 "java.", "node-", "python-", "go-", "rust-")
+PEER_PREFIXES = ("std::", "absl::", "absl.", "tbb::", "tbb.", "boost::", "folly::", "ck_", "ck.",
+                 "glibc.", "java.", "node-", "python-", "go-", "rust-")
+# The harness's own cost (the `locks` suite's "none": no lock at all) is a
+# baseline, drawn like a peer.
+BASELINES = ("none",)
 
 RESULTS_ENV = "LOCKLAB_RESULTS_DIR"
 
@@ -85,10 +93,11 @@ class BenchmarkFormatError(ValueError):
 def is_peer(impl: str) -> bool:
     """True when ``impl`` is a peer implementation (drawn grey), not ours.
 
-    The rule is a name prefix: ``std::mutex``, ``absl::Mutex``, ``tbb::...``,
-    ``ck_...``, ``java....``, ``node-...``, ``python-...`` are peers.
+    The rule is a name prefix: ``std::mutex``, ``absl.Mutex``, ``tbb.spin_mutex``,
+    ``ck.mcs``, ``glibc.adaptive``, ``java....``, ``node-...``, ``python-...`` are
+    peers; so is the harness baseline ``none``.
     """
-    return impl.startswith(PEER_PREFIXES)
+    return impl.startswith(PEER_PREFIXES) or impl in BASELINES
 
 
 def _parse_value(text: str):
@@ -581,13 +590,18 @@ def load_results_dir(results_dir) -> dict:
 def plot_results_dir(results_dir, out_dir) -> list:
     """Every suite of ``results_dir`` -> PNGs in ``out_dir``; returns the paths."""
     floors = physical_floors(results_dir)
+    frames = load_results_dir(results_dir)
     written = []
-    for suite, (df, context) in load_results_dir(results_dir).items():
-        paths = plot_frame(df, context, out_dir, floors)
+    for suite, (df, context) in frames.items():
+        # Split points (P processes x T threads) get their own figure, not
+        # one single-point figure per value of the processes knob.
+        curves, _ = split_rows(df)
+        paths = plot_frame(curves, context, out_dir, floors) if not curves.empty else []
+        paths += plot_process_split(df, context, out_dir)
         if not paths:
             print(f"{suite}: no waiters axis, nothing plotted", file=sys.stderr)
         written += paths
-    return written
+    return written + write_local_vs_distributed(frames, out_dir)
 
 
 def _rate_unit(rows) -> tuple:
@@ -639,6 +653,286 @@ def summary_table(json_path) -> str:
             lines.append(f"{labels[impl]:<{width}}" + "".join(cells))
     if df["peer"].any():
         lines += ["", "* peer implementation"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------- a counter against a knob
+
+def plot_versus(df, x, y, ax=None, styles=None, scale=1.0, log_x=True, log_y=False,
+                xlabel=None, ylabel=None, title=None, legend=True):
+    """Counter ``y`` against column ``x``, one line per implementation.
+
+    For suites whose story is not "throughput against waiters": the pinning
+    suite's ``lockers_per_second`` against ``carriers``, the io_bound suite's
+    ``p95_ms`` against ``waiters`` (its concurrency).  ``y`` is multiplied by
+    ``scale``; where repetitions exist the line is the median and the band
+    min--max, as in :func:`plot_throughput`.  ``log_x`` draws x on a log2 axis
+    ticked at the data's values; ``log_y`` on a log axis of plain numbers, which
+    becomes symmetric-log (linear below 1) when a value is 0, so that a
+    collapse to zero stays on the plot instead of vanishing.
+
+    Raises ``KeyError`` naming the missing column and the ones there are, and
+    ``ValueError`` when an implementation has several points at one ``x``
+    (filter by the other knobs first, e.g. ``df[df["waiters"] == 1000]``):
+    joining them would draw a zigzag that means nothing.  Returns the Axes.
+    """
+    for column in (x, y, "impl"):
+        if column not in df:
+            raise KeyError(f"plot_versus: no column {column!r}; the columns are {sorted(map(str, df.columns))}")
+    duplicated = df[df[y].notna()].duplicated(subset=["impl", x], keep=False)
+    if duplicated.any():
+        first = df[df[y].notna()][duplicated].iloc[0]
+        raise ValueError(f"plot_versus: {first['impl']} has several points at {x}={first[x]}; "
+                         f"filter the rows by their other knobs first")
+    ax = ax or plt.figure(figsize=(5.5, 3.8)).gca()
+    styles = styles or impl_styles(df["impl"])
+    values = []
+    for impl, style in styles.items():
+        rows = df[(df["impl"] == impl) & df[y].notna()].sort_values(x)
+        if rows.empty:
+            continue
+        ax.plot(rows[x], rows[y] * scale, label=impl if legend else None, **style)
+        values += list(rows[y] * scale)
+        if "n_reps" in rows and (rows["n_reps"] > 1).any() and f"{y}_min" in rows:
+            ax.fill_between(rows[x], rows[f"{y}_min"] * scale, rows[f"{y}_max"] * scale,
+                            color=style["color"], alpha=0.18, linewidth=0, zorder=1)
+    xs = sorted({float(v) for v in df[x].dropna()})
+    if log_x and xs and xs[0] > 0:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+    if xs:
+        ax.set_xticks(xs)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    if log_y and values and max(values) > 0:
+        if min(values) > 0:
+            _log_y_axis(ax)
+        else:
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title or y)
+    if legend:
+        ax.legend(loc="best")
+    return ax
+
+
+# ------------------------- distributed locks: the process split, the overlay
+
+# A point that names this knob ran its waiters as P processes x T threads
+# (``redis_locks/<Impl>/waiters:16/hold_us:1000/processes:4`` is 4 x 4); the
+# plain points of the same suite are the threads-in-one-process curve.
+SPLIT_KNOB = "processes"
+LOCAL_SUITE = "locks"
+DISTRIBUTED_SUITE = "redis_locks"
+# Default curves of the overlay (those present; else the first few of ours).
+OVERLAY_LOCAL_IMPLS = ("std::mutex", "TtasLock", "McsLock", "AdaptiveMutex", "ReentrantLock(fair)")
+OVERLAY_DISTRIBUTED_IMPLS = ("SpinLock", "PubSubLock", "AdaptiveLock", "FairLock")
+OVERLAY_PNG = f"{DISTRIBUTED_SUITE}_vs_{LOCAL_SUITE}.png"
+SPLIT_PANELS = (("items_per_second", "acquisitions/s"), ("p95_ms", "p95 acquire, ms"),
+                ("redis_cmds_per_acquire", "Redis commands / acquisition"))
+
+
+def split_rows(df: pd.DataFrame) -> tuple:
+    """``(curve_rows, split_rows)``: the points without and with the
+    ``processes`` knob (either may be empty; without the knob all are curve)."""
+    if SPLIT_KNOB not in df:
+        return df, df.iloc[0:0]
+    split = df[SPLIT_KNOB].notna()
+    return df[~split], df[split]
+
+
+def plot_process_split(df, context, out_dir) -> list:
+    """One PNG per total waiter count of a suite's split points
+    (``<suite>_processes.png``, or ``<suite>_processes_waiters_<N>.png`` when
+    several totals exist): acquisitions/s, p95 and Redis commands per
+    acquisition against P x T, one line per implementation.  Points of other
+    knob combinations (another hold time) get their own PNG.  Returns the
+    paths; ``[]`` when ``df`` has no split point."""
+    _, rows = split_rows(df)
+    if rows.empty:
+        return []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    apply_style()
+    suite = str(rows["suite"].iloc[0])
+    others = [k for k in knob_columns(rows) if k != SPLIT_KNOB]
+    keys = ["waiters"] + others
+    groups = list(rows.groupby(keys, dropna=False, sort=False))
+    styles = impl_styles(df["impl"])
+    written = []
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        knobs = dict(zip(keys, values))
+        panels = [(c, label) for c, label in SPLIT_PANELS if c in group and group[c].notna().any()]
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels) + 2.2, 3.8),
+                                 layout="constrained", squeeze=False)
+        mine = {i: s for i, s in styles.items() if i in set(group["impl"])}
+        for ax, (counter, label) in zip(axes[0], panels):
+            plot_versus(group, SPLIT_KNOB, counter, ax=ax, styles=mine, log_y=counter != "redis_cmds_per_acquire",
+                        xlabel="processes x threads", ylabel=label, title=label, legend=True)
+            ax.get_legend().remove()  # one legend for the figure, beside the last panel
+            ticks = sorted({int(p) for p in group[SPLIT_KNOB]})
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"{p}x{int(knobs['waiters']) // p}" for p in ticks])
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        extra = {k: v for k, v in knobs.items() if k != "waiters" and not pd.isna(v)}
+        knob_text = f", {_knob_text(extra, ', ')}" if extra else ""
+        fig.suptitle(f"{suite}: {int(knobs['waiters'])} waiters as processes x threads{knob_text}\n"
+                     f"{machine_title(context or {})}", fontsize=11)
+        stem = f"{suite}_{SPLIT_KNOB}"
+        if len(groups) > 1:
+            stem += "_" + _knob_text({k: v for k, v in knobs.items() if not pd.isna(v)}, "_")
+        path = out_dir / f"{stem}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _overlay_rows(df, wanted, default_impls, knob=None, knob_value=None):
+    """The curve rows of ``df`` (no split, no hand-off) of one knob group,
+    for the implementations ``wanted`` (default: ``default_impls`` present,
+    plus every peer for the distributed side)."""
+    rows, _ = split_rows(df)
+    if "handoff" in rows:
+        rows = rows[rows["handoff"].isna()]
+    if knob and knob in rows and rows[knob].notna().any():
+        value = knob_value if knob_value is not None else rows[knob].max()
+        rows = rows[rows[knob] == value]
+    rows = rows[rows["waiters"].notna() & rows[THROUGHPUT].notna()]
+    present = list(dict.fromkeys(rows["impl"]))
+    if wanted is None:
+        wanted = [i for i in default_impls if i in present]
+        if not wanted:
+            wanted = [i for i in present if not is_peer(i)][:5]
+    missing = [i for i in wanted if i not in present]
+    if missing:
+        raise KeyError(f"no curve points for {missing}; there are {present}")
+    return rows[rows["impl"].isin(wanted)], wanted
+
+
+def _family_styles(impls, cmap, marker, peers_dashed=True) -> dict:
+    """Shades of one colour map for a family's own curves; peers grey, dashed."""
+    ours = [i for i in impls if not is_peer(i)]
+    shades = [plt.get_cmap(cmap)(0.45 + 0.5 * k / max(1, len(ours) - 1)) for k in range(len(ours))]
+    styles, grey = {}, 0
+    for impl in impls:
+        if is_peer(impl) and peers_dashed:
+            styles[impl] = dict(color=PEER_GREYS[grey % len(PEER_GREYS)], linestyle="--", marker=marker, zorder=2)
+            grey += 1
+        else:
+            styles[impl] = dict(color=shades[ours.index(impl)] if impl in ours else "0.4", linestyle="-",
+                                marker=marker, zorder=3)
+    return styles
+
+
+def plot_local_vs_distributed(local_df, distributed_df, context=None, local_impls=None,
+                              distributed_impls=None, cs_ns=None, hold_us=None):
+    """The lab's one picture: local and distributed locks on one waiter axis.
+
+    Left panel: two y scales, local locks (blue, left axis, M acquisitions/s)
+    and Redis locks (orange; peers grey and dashed; right axis,
+    acquisitions/s), both log.  Right panel: each curve divided by its
+    family's floor -- the family's best throughput at its smallest waiter
+    count (one uncontended waiter: the cheapest an acquisition gets in that
+    family) -- so 1 means "as cheap as an uncontended acquisition" and the
+    drop shows what contention costs each family, on one log scale.
+
+    ``local_df`` is the ``locks`` suite (``cs_ns`` picks its knob group,
+    default the largest: the closest to a real critical section),
+    ``distributed_df`` the ``redis_locks`` suite with its peers (``hold_us``
+    picks the group, default the largest; split and hand-off points are left
+    out).  ``local_impls`` / ``distributed_impls`` choose the curves (default:
+    OVERLAY_LOCAL_IMPLS / OVERLAY_DISTRIBUTED_IMPLS present, plus every
+    distributed peer).  Raises ``KeyError`` naming an implementation that has
+    no curve points.  Returns the Figure."""
+    local, local_names = _overlay_rows(local_df, local_impls, OVERLAY_LOCAL_IMPLS, "cs_ns", cs_ns)
+    dist, dist_names = _overlay_rows(distributed_df, distributed_impls, OVERLAY_DISTRIBUTED_IMPLS, "hold_us", hold_us)
+    if distributed_impls is None:
+        peers = [i for i in dict.fromkeys(split_rows(distributed_df)[0]["impl"]) if is_peer(i)]
+        dist_names += [p for p in peers if p not in dist_names]
+        dist, _ = _overlay_rows(distributed_df, dist_names, (), "hold_us", hold_us)
+    apply_style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
+    local_styles = _family_styles(local_names, "Blues", "o")
+    dist_styles = _family_styles(dist_names, "Oranges", "s")
+    twin = left.twinx()
+    _lines(left, local, THROUGHPUT, local_styles, scale=1e-6)
+    _lines(twin, dist, THROUGHPUT, dist_styles)
+    waiters = sorted(set(local["waiters"]) | set(dist["waiters"]))
+    cores = context_cores(context or {})
+    _waiters_axis(left, waiters, cores)
+    _log_y_axis(left)
+    _log_y_axis(twin)
+    twin.spines["right"].set_visible(True)
+    twin.grid(False)
+    left.set_ylabel("local: M acquisitions/s", color=plt.get_cmap("Blues")(0.85))
+    twin.set_ylabel("Redis: acquisitions/s", color=plt.get_cmap("Oranges")(0.85))
+    local_knob = f"cs_ns={local['cs_ns'].iloc[0]:g}" if "cs_ns" in local and local["cs_ns"].notna().any() else ""
+    dist_knob = f"hold_us={dist['hold_us'].iloc[0]:g}" if "hold_us" in dist and dist["hold_us"].notna().any() else ""
+    left.set_title(f"two y scales: local {local_knob} (left), Redis {dist_knob} (right)", fontsize=10)
+
+    for rows, styles, family in ((local, local_styles, "local"), (dist, dist_styles, "Redis")):
+        floor = rows[rows["waiters"] == rows["waiters"].min()][THROUGHPUT].max()
+        scaled = rows.assign(**{THROUGHPUT: rows[THROUGHPUT] / floor})
+        for column in (f"{THROUGHPUT}_min", f"{THROUGHPUT}_max"):
+            if column in scaled:
+                scaled[column] = scaled[column] / floor
+        _lines(right, scaled, THROUGHPUT, styles, label=False)
+    right.axhline(1.0, color="0.35", linestyle=":", linewidth=1, zorder=1)
+    _waiters_axis(right, waiters, cores, label_cores=False)
+    _log_y_axis(right)
+    right.set_ylabel("throughput / family's best at 1 waiter")
+    right.set_title("normalised to each family's floor", fontsize=10)
+    handles, labels = [], []
+    for ax in (left, twin):
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += [f"{'local' if ax is left else 'Redis'}: {name}" for name in lab]
+    right.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"local vs distributed locks on one waiter axis\n{machine_title(context or {})}", fontsize=11)
+    return fig
+
+
+def write_local_vs_distributed(frames, out_dir) -> list:
+    """``out_dir/redis_locks_vs_locks.png`` from ``{suite: (df, context)}``
+    (as :func:`load_results_dir` returns) when both the ``locks`` and the
+    ``redis_locks`` suites are there; ``[]`` otherwise.  The title names the
+    distributed run's machine."""
+    if LOCAL_SUITE not in frames or DISTRIBUTED_SUITE not in frames:
+        return []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig = plot_local_vs_distributed(frames[LOCAL_SUITE][0], frames[DISTRIBUTED_SUITE][0],
+                                    frames[DISTRIBUTED_SUITE][1])
+    path = out_dir / OVERLAY_PNG
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
+
+
+def split_table(df) -> str:
+    """The split points of a suite as text: one line per implementation and
+    P x T, with acquisitions/s, p50/p95 (ms), round trips and Redis commands
+    per acquisition; peers marked with ``*``.  ``""`` without split points."""
+    _, rows = split_rows(df)
+    if rows.empty:
+        return ""
+    width = max(len("impl"), *(len(i) + 2 for i in rows["impl"]))
+    head = f"{'impl':<{width}}{'P x T':>8}{'acq/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'rt/acq':>8}{'cmds/acq':>9}"
+    lines = [head]
+    for _, r in rows.iterrows():
+        label = r["impl"] + (" *" if r["peer"] else "")
+        split = f"{int(r[SPLIT_KNOB])}x{int(r['waiters']) // int(r[SPLIT_KNOB])}"
+        cell = lambda c, f: format(r[c], f) if c in r and not pd.isna(r[c]) else "-"  # noqa: E731
+        lines.append(f"{label:<{width}}{split:>8}{cell(THROUGHPUT, '.0f'):>9}{cell('p50_ms', '.2f'):>9}"
+                     f"{cell('p95_ms', '.1f'):>9}{cell('round_trips_per_acquire', '.2f'):>8}"
+                     f"{cell('redis_cmds_per_acquire', '.2f'):>9}")
     return "\n".join(lines)
 
 

@@ -179,9 +179,11 @@ class ParsingTest(Fixtures):
 
     def test_peers(self):
         for peer in ("std::mutex", "absl::Mutex", "tbb::spin_mutex", "ck_spinlock_mcs",
-                     "java.ReentrantLock", "node-redlock", "python-redis-lock"):
+                     "absl.Mutex(no-detect)", "tbb.queuing_mutex", "ck.clh", "glibc.adaptive",
+                     "none", "java.ReentrantLock", "node-redlock", "python-redis-lock"):
             self.assertTrue(lp.is_peer(peer), peer)
-        for ours in ("FetchAddCounter", "StripedCounter", "TicketLock", "MutexCounter"):
+        for ours in ("FetchAddCounter", "StripedCounter", "TicketLock", "MutexCounter",
+                     "nonexistent", "McsParkingLock"):
             self.assertFalse(lp.is_peer(ours), ours)
         df = lp.load_suite(self.write("counters.json", single_run()))
         self.assertEqual(sorted(df[df["peer"]]["impl"].unique()), ["std::mutex"])
