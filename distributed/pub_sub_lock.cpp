@@ -4,18 +4,25 @@
 #include <stdexcept>
 #include <vector>
 
+#include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 
 namespace locklab::redis {
 
 namespace {
 
-// KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner.
-// {1, hold count} if acquired or re-entered, else {0, PTTL}.
+// KEYS[1] lock hash, KEYS[2] (fenced only) the token counter; ARGV[1]
+// lease ms, ARGV[2] owner, ARGV[3] (fenced only) '1' if the caller has no
+// token for this owner. {1, hold count[, token]} if acquired or re-entered
+// (a token when fenced and the hold is outermost or the caller has none),
+// else {0, PTTL}.
 const Script kAcquire("pub_sub_lock.acquire", R"lua(
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if KEYS[2] and (n == 1 or ARGV[3] == '1') then
+    return {1, n, redis.call('incr', KEYS[2])}
+  end
   return {1, n}
 end
 return {0, redis.call('pttl', KEYS[1])}
@@ -63,6 +70,7 @@ PubSubLock::PubSubLock(Client& client, std::string name, Options options)
   if (options_.lease.count() < 0) throw std::invalid_argument("PubSubLock: negative lease");
   if (options_.watchdog_lease.count() < 3) throw std::invalid_argument("PubSubLock: watchdog_lease must be >= 3 ms");
   channel_ = name_ + ":channel";
+  fence_key_ = FencingTokens::key_for(name_);
 }
 
 PubSubLock::~PubSubLock() {
@@ -84,10 +92,16 @@ PubSubLock::~PubSubLock() {
 PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::milliseconds lease) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
   const auto effective = lease.count() > 0 ? lease : options_.watchdog_lease;
-  Reply r = client_.eval(kAcquire, {name_}, {std::to_string(effective.count()), owner});
+  Reply r = options_.fenced ? client_.eval(kAcquire, {name_, fence_key_},
+                                            {std::to_string(effective.count()), owner,
+                                             tokens_.count(owner) > 0 ? "0" : "1"})
+                             : client_.eval(kAcquire, {name_}, {std::to_string(effective.count()), owner});
   const auto& parts = r.as_array();
-  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "pub_sub_lock.acquire returned " + r.describe());
+  if (parts.size() != 2 && parts.size() != 3) {
+    throw Error(Error::Kind::kProtocol, "pub_sub_lock.acquire returned " + r.describe());
+  }
   if (parts[0].as_integer() == 1) {
+    if (parts.size() == 3) tokens_.set(owner, parts[2].as_integer());  // a new outermost hold
     holds_.set(owner, parts[1].as_integer());
     if (lease.count() == 0) watch(owner);
     return {true, 0};
@@ -141,16 +155,25 @@ void PubSubLock::unlock() {
     left = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
   } catch (...) {
     holds_.set(owner, 0);
+    tokens_.set(owner, 0);
     unwatch(owner);
     throw;
   }
   if (left < 0) {
     holds_.set(owner, 0);
+    tokens_.set(owner, 0);
     unwatch(owner);
     throw LockLost(name_, left == -2);
   }
   holds_.set(owner, left);
-  if (left == 0) unwatch(owner);
+  if (left == 0) {
+    tokens_.set(owner, 0);
+    unwatch(owner);
+  }
+}
+
+std::int64_t PubSubLock::token() const {
+  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
 }
 
 // --- watchdog ----------------------------------------------------------------

@@ -75,6 +75,19 @@
 //   in total. The lock, once acquired, belongs to the CALLING thread (its
 //   owner token is taken at the call): that thread must unlock().
 //
+// Fencing tokens (Options::fenced, fencing.hpp)
+// --------------
+// With fenced = true the acquire script also INCRs <name>:fence when the
+// hold count it writes is 1 (an outermost acquisition, including one after
+// a lost lease), and returns the token with the count: no extra round trip.
+// Re-entry issues none: token() is the token of the outermost acquisition
+// until the final unlock. (If this object has no token for a thread that
+// re-enters — its previous unlock failed with redis::Error, so the record
+// was dropped while the server still held its field — the script issues a
+// fresh one: it is taken while the hold is live, so it still orders after
+// every earlier holder.) try_lock_async's acquisition records the token for
+// the calling thread. Off by default: no counter key.
+//
 // What it costs: 2 round trips per uncontended lock/unlock; in steady
 // contention about 3 per acquisition (above) plus, when the first waiter of
 // the process arrives, one SUBSCRIBE (and an UNSUBSCRIBE when the last one
@@ -111,6 +124,8 @@ class PubSubLock {
     // > 0: fixed lease per acquisition. 0: watchdog mode (see the essay).
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds watchdog_lease{30'000};
+    // Take a fencing token (INCR <name>:fence) in each outermost acquisition.
+    bool fenced = false;
   };
 
   // Binds to `name` (hash key) and `name + ":channel"` on `client`, which
@@ -154,6 +169,14 @@ class PubSubLock {
   // This thread's hold count as this object records it (0: not held).
   std::int64_t hold_count() const { return holds_.count(client_.thread_owner()); }
   bool is_held_by_current_thread() const { return hold_count() > 0; }
+  // The fencing token of the calling thread's outermost hold (fencing.hpp):
+  // no round trip. std::logic_error if not built with Options::fenced;
+  // std::system_error(operation_not_permitted) if this thread does not hold
+  // the lock (per this object's record).
+  std::int64_t token() const;
+  bool fenced() const noexcept { return options_.fenced; }
+  // The token counter, FencingTokens::key_for(name()) (used only if fenced).
+  const std::string& fence_key() const noexcept { return fence_key_; }
   const std::string& name() const noexcept { return name_; }
   const std::string& channel() const noexcept { return channel_; }
   // Successful watchdog renewals so far.
@@ -186,8 +209,10 @@ class PubSubLock {
   Client& client_;
   std::string name_;
   std::string channel_;
+  std::string fence_key_;
   Options options_;
   detail::LocalHolds holds_;
+  detail::LocalHolds tokens_;  // fenced: owner -> token of its outermost hold (one number per owner)
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> attempts_{0};
 

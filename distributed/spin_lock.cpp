@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 
 namespace locklab::redis {
@@ -40,10 +41,16 @@ SpinLock::SpinLock(Client& client, std::string name, Options options)
   }
   if (options_.multiplier < 1.0) throw std::invalid_argument("SpinLock: multiplier must be >= 1");
   if (options_.jitter < 0.0 || options_.jitter > 1.0) throw std::invalid_argument("SpinLock: jitter must be in [0, 1]");
+  fence_key_ = FencingTokens::key_for(name_);
 }
 
 bool SpinLock::attempt(const std::string& owner) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.fenced) {
+    const detail::FencedSetNx r = detail::fenced_set_nx(client_, name_, fence_key_, owner, options_.lease);
+    if (r.acquired) tokens_.set(owner, r.value);
+    return r.acquired;
+  }
   Reply r = client_.command({"SET", name_, owner, "NX", "PX", std::to_string(options_.lease.count())});
   return !r.is_nil();
 }
@@ -73,8 +80,13 @@ void SpinLock::unlock() {
   const std::string owner = client_.thread_owner();
   if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
+  tokens_.set(owner, 0);
   const std::int64_t r = client_.eval(kRelease, {name_}, {owner}).as_integer();
   if (r != 1) throw LockLost(name_, r == -1);
+}
+
+std::int64_t SpinLock::token() const {
+  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
 }
 
 }  // namespace locklab::redis

@@ -54,6 +54,14 @@
 //   lock looks held (acquire times out); unlock() would get Error(kServer)
 //   WRONGTYPE from the server.
 //
+// Fencing tokens (Options::fenced, fencing.hpp)
+// --------------
+// With fenced = true each attempt is one script instead of the bare SET:
+// SET NX PX and, on success, INCR <name>:fence, so the holder gets a token
+// in the same round trip (still 2 per lock/unlock; the first attempt on a
+// Client also loads the script). token() returns it while the thread holds
+// the lock. Off by default: then no script, no counter key.
+//
 // When to use it: almost never for a contended lock; it is the baseline the
 // other locks improve on. Fine for rare, short, non-critical exclusion
 // (a cron job), where its statelessness (no subscription, no thread) wins.
@@ -80,6 +88,8 @@ class SpinLock {
     double multiplier = 1.5;                    // kExponential
     std::chrono::milliseconds max_interval{1'000};  // kExponential cap
     double jitter = 0.0;                        // 0: none; 0.5: sleep in [interval/2, interval]
+    // Take a fencing token (INCR <name>:fence) in each successful attempt.
+    bool fenced = false;
   };
 
   // Binds to the key `name` on `client` (which must outlive the lock).
@@ -110,9 +120,18 @@ class SpinLock {
   void unlock();
 
   bool is_held_by_current_thread() const { return holds_.count(client_.thread_owner()) > 0; }
+  // The fencing token of the calling thread's hold (fencing.hpp): no round
+  // trip. std::logic_error if not built with Options::fenced;
+  // std::system_error(operation_not_permitted) if this thread does not hold
+  // the lock (per this object's record).
+  std::int64_t token() const;
+  bool fenced() const noexcept { return options_.fenced; }
+  // The token counter, FencingTokens::key_for(name()) (used only if fenced).
+  const std::string& fence_key() const noexcept { return fence_key_; }
   const std::string& name() const noexcept { return name_; }
   const Options& options() const noexcept { return options_; }
-  // SET NX commands sent so far (successful or not): the polling cost.
+  // SET NX commands (or fenced acquire scripts) sent so far, successful or
+  // not: the polling cost.
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
 
  private:
@@ -122,8 +141,10 @@ class SpinLock {
 
   Client& client_;
   std::string name_;
+  std::string fence_key_;
   Options options_;
   detail::LocalHolds holds_;
+  detail::LocalHolds tokens_;  // fenced: owner -> token of its hold (one number per owner)
   std::atomic<std::uint64_t> attempts_{0};
 };
 

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/subscriber.hpp"
 #include "tests/distributed/redis_test_support.hpp"
@@ -329,6 +330,65 @@ TEST_F(PubSubLockTest, AKilledServerWakesAWaiterWithATypedErrorBeforeItsDeadline
   ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the waiter hangs";
   EXPECT_THROW(waiter.get(), Error);
   EXPECT_LT(ms_since(killed), 10'000.0);
+}
+
+// --- fencing tokens (Options::fenced) ----------------------------------------------
+
+TEST_F(PubSubLockTest, FencedReentryKeepsTheOutermostTokenAndEachNewHoldTakesANewOne) {
+  PubSubLock::Options o = leased(10s);
+  o.fenced = true;
+  PubSubLock lock(client(), key(), o);
+  FencingTokens counter(client(), key());
+  lock.lock();
+  EXPECT_EQ(lock.token(), 1);
+  lock.lock();
+  EXPECT_TRUE(lock.try_lock());
+  EXPECT_EQ(lock.token(), 1) << "re-entry issues no token";
+  EXPECT_EQ(counter.current(), 1);
+  lock.unlock();
+  lock.unlock();
+  EXPECT_EQ(lock.token(), 1) << "still held once";
+  lock.unlock();
+  EXPECT_THROW((void)lock.token(), std::system_error);
+  lock.lock();
+  EXPECT_EQ(lock.token(), 2);
+  lock.unlock();
+  // A hold whose lease ran out is gone: taking the lock again is an
+  // outermost acquisition, with a new token, even though this object still
+  // counted the old hold.
+  PubSubLock::Options short_lease = leased(50ms);
+  short_lease.fenced = true;
+  PubSubLock lapsing(client(), key("lapsing"), short_lease);
+  lapsing.lock();
+  EXPECT_EQ(lapsing.token(), 1);
+  std::this_thread::sleep_for(120ms);
+  lapsing.lock();
+  EXPECT_EQ(lapsing.hold_count(), 1) << "the server's count, not 2";
+  EXPECT_EQ(lapsing.token(), 2);
+  lapsing.unlock();
+}
+
+TEST_F(PubSubLockTest, FencedWatchdogAndAsyncAcquisitionsGiveTheCallerItsToken) {
+  PubSubLock::Options o;  // watchdog mode
+  o.fenced = true;
+  PubSubLock lock(client(), key(), o);
+  std::promise<void> held, release;
+  std::thread holder([&] {
+    lock.lock();
+    EXPECT_EQ(lock.token(), 1);
+    held.set_value();
+    release.get_future().wait();
+    lock.unlock();
+  });
+  held.get_future().wait();
+  std::future<bool> f = lock.try_lock_async(10s, 0ms);
+  release.set_value();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  ASSERT_TRUE(f.get());
+  holder.join();
+  EXPECT_EQ(lock.token(), 2) << "taken by the worker, recorded for the calling thread";
+  EXPECT_EQ(FencingTokens(client(), key()).current(), 2);
+  lock.unlock();
 }
 
 }  // namespace

@@ -1,0 +1,150 @@
+#include "distributed/adaptive_lock.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "distributed/fencing.hpp"
+#include "distributed/lock_lost.hpp"
+#include "distributed/subscriber.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+// KEYS[1] lock key; ARGV[1] owner, ARGV[2] lease ms.
+// -2 if acquired, else the holder's PTTL (-1: a key without expiry).
+const Script kAcquire("adaptive_lock.acquire", R"lua(
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end
+return redis.call('pttl', KEYS[1])
+)lua");
+
+// KEYS[1] lock key; ARGV[1] owner, ARGV[2] channel.
+// 1: deleted and published; -1: someone else's key; 0: no key.
+const Script kRelease("adaptive_lock.release", R"lua(
+local v = redis.call('get', KEYS[1])
+if v == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[2], '0')
+  return 1
+end
+if v then return -1 end
+return 0
+)lua");
+
+}  // namespace
+
+AdaptiveLock::AdaptiveLock(Client& client, std::string name) : AdaptiveLock(client, std::move(name), Options{}) {}
+
+AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
+    : client_(client), name_(std::move(name)), options_(options), budget_us_(options.initial_spin.count()) {
+  if (name_.empty()) throw std::invalid_argument("AdaptiveLock: empty name");
+  if (options_.lease.count() <= 0) throw std::invalid_argument("AdaptiveLock: lease must be positive");
+  if (options_.min_spin.count() <= 0 || options_.min_spin > options_.max_spin) {
+    throw std::invalid_argument("AdaptiveLock: need 0 < min_spin <= max_spin");
+  }
+  if (options_.initial_spin < options_.min_spin || options_.initial_spin > options_.max_spin) {
+    throw std::invalid_argument("AdaptiveLock: initial_spin must lie in [min_spin, max_spin]");
+  }
+  if (options_.spin_pause.count() < 0) throw std::invalid_argument("AdaptiveLock: negative spin_pause");
+  channel_ = name_ + ":channel";
+  fence_key_ = FencingTokens::key_for(name_);
+}
+
+bool AdaptiveLock::try_set(const std::string& owner) {
+  if (options_.fenced) {
+    std::int64_t pttl_ms = -1;  // a spinner retries regardless
+    return try_script(owner, pttl_ms);
+  }
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  return !client_.command({"SET", name_, owner, "NX", "PX", std::to_string(options_.lease.count())}).is_nil();
+}
+
+bool AdaptiveLock::try_script(const std::string& owner, std::int64_t& pttl_ms) {
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.fenced) {
+    const detail::FencedSetNx r = detail::fenced_set_nx(client_, name_, fence_key_, owner, options_.lease);
+    if (r.acquired) {
+      tokens_.set(owner, r.value);
+      return true;
+    }
+    pttl_ms = r.value;
+    return false;
+  }
+  const std::int64_t r = client_.eval(kAcquire, {name_}, {owner, std::to_string(options_.lease.count())}).as_integer();
+  if (r == -2) return true;
+  pttl_ms = r;
+  return false;
+}
+
+void AdaptiveLock::adjust_budget(bool spin_won) {
+  // Relaxed load + store: a heuristic; a lost update is harmless (essay).
+  const std::int64_t b = budget_us_.load(std::memory_order_relaxed);
+  const std::int64_t next = spin_won ? b + std::max<std::int64_t>(b / 4, 1) : b - b / 2;
+  budget_us_.store(std::clamp(next, static_cast<std::int64_t>(options_.min_spin.count()),
+                              static_cast<std::int64_t>(options_.max_spin.count())),
+                   std::memory_order_relaxed);
+}
+
+bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  auto won = [&](std::atomic<std::uint64_t>* counter) {
+    holds_.set(owner, 1);
+    if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
+  // Phase 1: the first attempt, then spin for the budget.
+  const auto start = Clock::now();
+  if (try_set(owner)) return won(nullptr);
+  if (start >= deadline) return false;
+  const auto spin_end = start + spin_budget();
+  bool cut_by_deadline = false;
+  for (;;) {
+    if (options_.spin_pause.count() > 0) std::this_thread::sleep_for(options_.spin_pause);
+    const auto now = Clock::now();
+    if (now >= spin_end) break;
+    if (now >= deadline) {
+      cut_by_deadline = true;
+      break;
+    }
+    if (try_set(owner)) {
+      adjust_budget(true);
+      return won(&spin_wins_);
+    }
+  }
+  if (!cut_by_deadline) adjust_budget(false);  // a deadline-cut spin says nothing
+  // Phase 2: subscribe, re-check, park.
+  std::int64_t pttl = -1;
+  std::optional<Subscriber::Subscription> sub;
+  if (!cut_by_deadline) sub = client_.subscriber().subscribe(channel_, deadline);
+  // The re-check after subscribing (or the last attempt at the deadline).
+  if (try_script(owner, pttl)) return won(&park_wins_);
+  if (!sub) return false;
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    auto wake = deadline;
+    if (pttl >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(pttl + 1));
+    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
+      if (!sub->resubscribe(deadline)) return try_script(owner, pttl) ? won(&park_wins_) : false;
+    }
+    if (try_script(owner, pttl)) return won(&park_wins_);
+  }
+}
+
+void AdaptiveLock::unlock() {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
+  holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
+  tokens_.set(owner, 0);
+  const std::int64_t r = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
+  if (r != 1) throw LockLost(name_, r == -1);
+}
+
+std::int64_t AdaptiveLock::token() const {
+  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
+}
+
+}  // namespace locklab::redis

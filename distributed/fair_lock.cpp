@@ -1,0 +1,229 @@
+#include "distributed/fair_lock.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "distributed/fencing.hpp"
+#include "distributed/lock_lost.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+// Shared by the three scripts (constant text, assembled at compile time).
+// KEYS[1] the lock key, KEYS[2] the queue, KEYS[3] the fencing-token
+// counter (declared always; INCRed only for an owner that asked for
+// tokens); the last ARGV is `name`, the prefix of the per-waiter keys.
+// A waiter's alive key holds "<lease>" or, if it wants a token, "<lease>f".
+#define LOCKLAB_FAIR_LOCK_PRELUDE                                        \
+  "local lock, queue, fence = KEYS[1], KEYS[2], KEYS[3]\n"               \
+  "local prefix = ARGV[#ARGV]\n"                                         \
+  "local function alive(t) return prefix .. ':alive:' .. t end\n"        \
+  "local function wake(t) return prefix .. ':wake:' .. t end\n"          \
+  "-- Hands the free lock to the first live waiter (dead heads are\n"    \
+  "-- dropped); true if one got it. Its wake element is its fencing\n"   \
+  "-- token (INCR in this same script) if it asked for one, else '0'.\n" \
+  "local function hand_off()\n"                                          \
+  "  while true do\n"                                                    \
+  "    local head = redis.call('zrange', queue, 0, 0)[1]\n"              \
+  "    if not head then return false end\n"                              \
+  "    redis.call('zrem', queue, head)\n"                                \
+  "    local entry = redis.call('get', alive(head))\n"                   \
+  "    if entry then\n"                                                  \
+  "      local lease, fenced = string.match(entry, '^(%d+)(f?)$')\n"     \
+  "      local token = '0'\n"                                            \
+  "      if fenced == 'f' then token = redis.call('incr', fence) end\n"  \
+  "      redis.call('del', alive(head))\n"                               \
+  "      redis.call('set', lock, head, 'PX', lease)\n"                   \
+  "      redis.call('del', wake(head))\n"                                \
+  "      redis.call('rpush', wake(head), token)\n"                       \
+  "      redis.call('pexpire', wake(head), lease)\n"                     \
+  "      return true\n"                                                  \
+  "    end\n"                                                            \
+  "  end\n"                                                              \
+  "end\n"
+
+// ARGV[1] me, ARGV[2] lease ms, ARGV[3] queue_lease ms, ARGV[4] enqueue
+// ('1'/'0'), ARGV[5] fenced ('1'/'0'), ARGV[6] prefix. {1, token} acquired
+// (token 0 when not fenced), else {0, the owner's PTTL}.
+const Script kAcquire("fair_lock.acquire", LOCKLAB_FAIR_LOCK_PRELUDE R"lua(
+local me, lease, qlease, fenced = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5] == '1'
+local holder = redis.call('get', lock)
+if holder == me then
+  -- Handed off while I was not in BLPOP: the token is in my wake list.
+  local token = tonumber(redis.call('lpop', wake(me)) or '0') or 0
+  if fenced and token < 1 then token = redis.call('incr', fence) end
+  redis.call('del', wake(me))
+  redis.call('zrem', queue, me)
+  redis.call('del', alive(me))
+  return {1, token}
+end
+if not holder then
+  while true do
+    local head = redis.call('zrange', queue, 0, 0)[1]
+    if not head or head == me then
+      if head then redis.call('zrem', queue, me) end
+      redis.call('del', alive(me))
+      redis.call('del', wake(me))
+      redis.call('set', lock, me, 'PX', lease)
+      if fenced then return {1, redis.call('incr', fence)} end
+      return {1, 0}
+    end
+    if redis.call('exists', alive(head)) == 1 then
+      hand_off()
+      break
+    end
+    redis.call('zrem', queue, head)
+  end
+end
+if ARGV[4] == '1' then
+  if redis.call('exists', alive(me)) == 0 then
+    redis.call('zrem', queue, me)
+    local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')
+    local rank = 1
+    if last[2] then rank = tonumber(last[2]) + 1 end
+    redis.call('zadd', queue, rank, me)
+  end
+  local entry = lease
+  if fenced then entry = lease .. 'f' end
+  redis.call('set', alive(me), entry, 'PX', qlease)
+  if redis.call('pttl', queue) < qlease then redis.call('pexpire', queue, qlease) end
+end
+return {0, redis.call('pttl', lock)}
+)lua");
+
+// ARGV[1] me, ARGV[2] prefix. 2 handed off, 1 freed, -1 another owner's, 0 no key.
+const Script kRelease("fair_lock.release", LOCKLAB_FAIR_LOCK_PRELUDE R"lua(
+local holder = redis.call('get', lock)
+if holder ~= ARGV[1] then
+  if holder then return -1 end
+  return 0
+end
+if hand_off() then return 2 end
+redis.call('del', lock)
+return 1
+)lua");
+
+// ARGV[1] me, ARGV[2] prefix. 1 if a hand-off had reached me (passed on), else 0.
+const Script kLeave("fair_lock.leave", LOCKLAB_FAIR_LOCK_PRELUDE R"lua(
+local me = ARGV[1]
+redis.call('zrem', queue, me)
+redis.call('del', alive(me))
+redis.call('del', wake(me))
+if redis.call('get', lock) == me then
+  if not hand_off() then redis.call('del', lock) end
+  return 1
+end
+return 0
+)lua");
+
+#undef LOCKLAB_FAIR_LOCK_PRELUDE
+
+}  // namespace
+
+FairLock::FairLock(Client& client, std::string name) : FairLock(client, std::move(name), Options{}) {}
+
+FairLock::FairLock(Client& client, std::string name, Options options)
+    : client_(client), name_(std::move(name)), options_(options) {
+  if (name_.empty()) throw std::invalid_argument("FairLock: empty name");
+  if (options_.lease.count() <= 0) throw std::invalid_argument("FairLock: lease must be positive");
+  if (options_.queue_lease.count() < 3) throw std::invalid_argument("FairLock: queue_lease must be >= 3 ms");
+  queue_ = name_ + ":queue";
+  fence_key_ = FencingTokens::key_for(name_);
+}
+
+FairLock::Attempt FairLock::attempt(const std::string& owner, bool enqueue) {
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  Reply r = client_.eval(kAcquire, {name_, queue_, fence_key_},
+                         {owner, std::to_string(options_.lease.count()), std::to_string(options_.queue_lease.count()),
+                          enqueue ? "1" : "0", options_.fenced ? "1" : "0", name_});
+  const auto& parts = r.as_array();
+  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "fair_lock.acquire returned " + r.describe());
+  if (parts[0].as_integer() == 1) {
+    if (options_.fenced) tokens_.set(owner, parts[1].as_integer());
+    holds_.set(owner, 1);
+    return {true, 0};
+  }
+  return {false, parts[1].as_integer()};
+}
+
+bool FairLock::leave(const std::string& owner) {
+  return client_.eval(kLeave, {name_, queue_, fence_key_}, {owner, name_}).as_integer() == 1;
+}
+
+bool FairLock::acquire_until(Clock::time_point deadline) {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  const bool may_wait = deadline > Clock::now();
+  Attempt a = attempt(owner, may_wait);
+  if (a.acquired) return true;
+  if (!may_wait) return false;
+  const std::string wake_key = name_ + ":wake:" + owner;
+  const auto refresh = options_.queue_lease / 3;
+  try {
+    for (;;) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        (void)leave(owner);  // a hand-off that raced with the deadline is passed on
+        return false;
+      }
+      auto wake = std::min(deadline, now + refresh);
+      if (a.pttl_ms >= 0) wake = std::min(wake, now + std::chrono::milliseconds(a.pttl_ms + 1));
+      const bool last = wake == deadline;
+      const auto wait_ms =
+          std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(wait_ms) / 1000.0);
+      Reply r = client_.command_blocking({"BLPOP", wake_key, seconds}, std::chrono::milliseconds(wait_ms));
+      if (!r.is_nil()) {  // handed off: <name> holds our owner token already
+        if (options_.fenced) {
+          // The element is the fencing token the hand-off took for us.
+          const auto& kv = r.as_array();
+          const std::int64_t token = kv.size() == 2 ? std::strtoll(kv[1].as_string().c_str(), nullptr, 10) : 0;
+          // Only a foreign writer of our wake list can cause this; the catch
+          // below passes the lock on (leave) and rethrows.
+          if (token < 1) throw Error(Error::Kind::kProtocol, "fair_lock: hand-off without a fencing token: " + r.describe());
+          tokens_.set(owner, token);
+        }
+        holds_.set(owner, 1);
+        return true;
+      }
+      if (last) {
+        // Redis times out in whole milliseconds of its own clock: never
+        // report false before the caller's deadline.
+        std::this_thread::sleep_until(deadline);
+        (void)leave(owner);
+        return false;
+      }
+      a = attempt(owner, true);  // refresh our entry; take a lock whose owner died
+      if (a.acquired) return true;
+    }
+  } catch (const Error&) {
+    // Best effort: do not leave an entry (or a hand-off) behind; what this
+    // cannot remove expires (essay, "Failure modes").
+    try {
+      (void)leave(owner);
+    } catch (const Error&) {
+    }
+    throw;
+  }
+}
+
+void FairLock::unlock() {
+  const std::string owner = client_.thread_owner();
+  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
+  holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
+  tokens_.set(owner, 0);
+  const std::int64_t r = client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, name_}).as_integer();
+  if (r == 2) handoffs_.fetch_add(1, std::memory_order_relaxed);
+  if (r < 1) throw LockLost(name_, r == -1);
+}
+
+std::int64_t FairLock::token() const {
+  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
+}
+
+}  // namespace locklab::redis

@@ -1,0 +1,163 @@
+#include "distributed/permit_semaphore.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "distributed/subscriber.hpp"
+
+namespace locklab::redis {
+
+namespace {
+
+// Shared head of every script: the server's clock in ms, the purge of
+// expired permits, and wake(k): publish one message per freed permit, at
+// most as many as are free and at most 16 (an acquire that succeeds passes
+// the wake-up on, so the cap bounds a script's cost without stranding
+// waiters). KEYS[1] permit count, KEYS[2] timeout ZSET; the channel is
+// passed in each script's ARGV.
+constexpr const char* kPrelude = R"lua(
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function free_now()
+  local n = tonumber(redis.call('get', KEYS[1]) or '0')
+  return math.max(0, n - redis.call('zcard', KEYS[2]))
+end
+local function wake(k, channel)
+  for i = 1, math.min(k, free_now(), 16) do redis.call('publish', channel, 'free') end
+end
+)lua";
+
+// ARGV[1] permit id, ARGV[2] lease ms, ARGV[3] channel.
+// {1, 0} acquired; {0, ms until the earliest expiry} or {0, -1} (none held:
+// not set up, or zero permits).
+const Script kAcquire("permit_semaphore.acquire", std::string(kPrelude) + R"lua(
+local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+local n = tonumber(redis.call('get', KEYS[1]) or '-1')
+if n >= 0 and redis.call('zcard', KEYS[2]) < n then
+  redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+  wake(purged + 1, ARGV[3])
+  return {1, 0}
+end
+wake(purged, ARGV[3])
+local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')
+if first[2] then return {0, math.max(0, tonumber(first[2]) - now)} end
+return {0, -1}
+)lua");
+
+// ARGV[1] permit id, ARGV[2] channel. 1 released, -1 expired, 0 unknown.
+const Script kRelease("permit_semaphore.release", std::string(kPrelude) + R"lua(
+local score = redis.call('zscore', KEYS[2], ARGV[1])
+local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+local result = 0
+if score then
+  if tonumber(score) <= now then
+    result = -1
+  else
+    redis.call('zrem', KEYS[2], ARGV[1])
+    purged = purged + 1
+    result = 1
+  end
+end
+wake(purged, ARGV[2])
+return result
+)lua");
+
+// ARGV[1] channel. Permits free now (0 if not set up).
+const Script kAvailable("permit_semaphore.available", std::string(kPrelude) + R"lua(
+local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+wake(purged, ARGV[1])
+return free_now()
+)lua");
+
+// ARGV[1] n, ARGV[2] channel. 1 if set by this call, 0 if it was set.
+const Script kSetPermits("permit_semaphore.set_permits", R"lua(
+if redis.call('set', KEYS[1], ARGV[1], 'NX') then
+  if tonumber(ARGV[1]) > 0 then redis.call('publish', ARGV[2], 'free') end
+  return 1
+end
+return 0
+)lua");
+
+std::uint64_t next_permit_number() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+PermitSemaphore::PermitSemaphore(Client& client, std::string name) : client_(client), name_(std::move(name)) {
+  if (name_.empty()) throw std::invalid_argument("PermitSemaphore: empty name");
+  timeout_key_ = name_ + ":timeout";
+  channel_ = name_ + ":channel";
+}
+
+bool PermitSemaphore::try_set_permits(std::int64_t n) {
+  if (n < 0) throw std::invalid_argument("PermitSemaphore::try_set_permits: negative permit count " + std::to_string(n));
+  return client_.eval(kSetPermits, {name_}, {std::to_string(n), channel_}).as_integer() == 1;
+}
+
+std::optional<std::int64_t> PermitSemaphore::permits() {
+  Reply r = client_.command({"GET", name_});
+  if (r.is_nil()) return std::nullopt;
+  return std::stoll(r.as_string());
+}
+
+std::int64_t PermitSemaphore::available_permits() {
+  return client_.eval(kAvailable, {name_, timeout_key_}, {channel_}).as_integer();
+}
+
+PermitSemaphore::Attempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms) {
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_});
+  const auto& parts = r.as_array();
+  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "permit_semaphore.acquire returned " + r.describe());
+  return {parts[0].as_integer() == 1, parts[1].as_integer()};
+}
+
+std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_point deadline,
+                                                          std::chrono::milliseconds lease) {
+  using Clock = detail::Clock;
+  if (lease.count() <= 0) throw std::invalid_argument("PermitSemaphore: a permit's lease must be positive");
+  const std::string id = client_.id() + ":" + std::to_string(next_permit_number());
+  const std::string lease_ms = std::to_string(lease.count());
+  const bool may_wait = deadline > Clock::now();
+  std::optional<Subscriber::Subscription> sub;
+  if (may_wait) {
+    // Other waiters of this process already listen: join before attempting
+    // (no round trip), so no re-check is needed after a failure.
+    if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
+  }
+  Attempt a = attempt(id, lease_ms);
+  if (a.acquired) return id;
+  if (!may_wait || Clock::now() >= deadline) return std::nullopt;
+  if (!sub) {
+    sub = client_.subscriber().subscribe(channel_, deadline);
+    // Subscribed (or out of time): the re-check that catches a release
+    // published before the subscription was live.
+    a = attempt(id, lease_ms);
+    if (a.acquired) return id;
+    if (!sub) return std::nullopt;
+  }
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) return std::nullopt;
+    auto wake = deadline;
+    if (a.wait_hint_ms >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(a.wait_hint_ms + 1));
+    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
+      if (!sub->resubscribe(deadline)) {
+        a = attempt(id, lease_ms);
+        return a.acquired ? std::optional<std::string>(id) : std::nullopt;
+      }
+    }
+    a = attempt(id, lease_ms);
+    if (a.acquired) return id;
+  }
+}
+
+void PermitSemaphore::release(const std::string& id) {
+  if (id.empty()) throw std::invalid_argument("PermitSemaphore::release: empty permit id");
+  const std::int64_t r = client_.eval(kRelease, {name_, timeout_key_}, {id, channel_}).as_integer();
+  if (r != 1) throw PermitNotHeld(name_, id, r == -1);
+}
+
+}  // namespace locklab::redis
