@@ -2,11 +2,47 @@
 // contention harness, against a private redis-server (EmbeddedServer on
 // 127.0.0.1, or $LOCKLAB_REDIS_URL if you set it).
 //
-// Every point: N waiter threads of this process share one lock object and
-// one Client; each loops lock(), hold (a sleep: a distributed critical
-// section waits on I/O, it does not spin), unlock(), think (a sleep). Names:
-//   redis_locks/<Impl>/waiters:<N>/hold_us:<h>                 the curve
-//   redis_locks/<Impl>/waiters:1/hold_us:<h>/handoff:1         unlock -> next owner
+// Three kinds of point
+// --------------------
+// Every waiter loops lock(), hold (a sleep: a distributed critical section
+// waits on I/O, it does not spin), unlock(), think (a sleep), 1 ms each.
+//   redis_locks/<Impl>/waiters:<N>/hold_us:<h>                  the curve:
+//       N waiter threads of this process share one lock object and one
+//       Client (one connection pool, one pub/sub connection)
+//   redis_locks/<Impl>/waiters:<P*T>/hold_us:<h>/processes:<P>  the split:
+//       P processes x T threads, each process with its own Client and lock
+//       object on the same key and the same server
+//   redis_locks/<Impl>/waiters:1/hold_us:<h>/handoff:1          unlock -> next owner
+// The split is what changes everything for the locks that share work inside
+// a process: 50 waiters in one process are one SUBSCRIBE and one wake-up per
+// release (PubSubLock), or one thread at Redis (GuardedLock); in 50
+// processes they are 50 of each. Quick mode: 1x16, 4x4, 16x1; full: 1x50,
+// 5x10, 50x1 (the issue's goals are at 50 waiters); --split=PxT,... sets it.
+//
+// How a split point runs (one point = P child processes)
+// ------------------------------------------------------
+// The parent starts the server (if it is the suite's own) and re-executes
+// this binary P times with the hidden flags --child=<Impl> --key=<k>
+// --threads=<T> --duration_ms=<d>, LOCKLAB_REDIS_URL pointing at its server,
+// stdin and stdout on pipes. Each child connects, builds its lock, warms it
+// (one acquire and release, so SCRIPT LOADs fall outside the window), parks
+// its T threads and prints "ready". When all P are ready the parent reads
+// the server's counters, writes "go <steady ns>" (a start 5 ms ahead: every
+// child sees the same CLOCK_MONOTONIC) to each, and the children run until
+// start + d, drain (a waiter in lock() at the deadline finishes its
+// acquisition), and print their per-waiter counts, every acquire latency,
+// their last waiter's exit time, CPU time, round trips and SUBSCRIBE count.
+// The parent merges them into one result of the usual schema: the counts of
+// all P x T waiters (so fairness spans processes), wall = last exit - start,
+// CPU = the children's sum, latencies pooled. Bounds: 20 s for every child
+// to be ready, d + 30 s for all results; past either the parent SIGKILLs
+// and reaps every child and marks the point failed (children also die with
+// the parent, PR_SET_PDEATHSIG, and by their own alarm after d + 60 s). A
+// child's errors go to stderr, i.e. the suite's log.
+// One split point by hand (after starting a redis-server yourself):
+//   LOCKLAB_REDIS_URL=redis://127.0.0.1:6379 bench_redis_locks --child=FairLock
+//       --key=k --threads=4 --duration_ms=200   (then type: go 0)
+//
 // Counters besides the harness's (items_per_second = acquisitions/s,
 // fairness = min/max acquisitions per waiter):
 //   avg_ms, p50_ms, p95_ms, p99_ms    acquire latency: lock() call to return
@@ -17,34 +53,84 @@
 //                                     a script's inner calls included)
 //   server_cpu_us_per_acquire         Redis CPU (INFO cpu, user + sys)
 //   subscribes_per_acquire            SUBSCRIBE/UNSUBSCRIBE on the pub/sub connection
+//   lost_leases_per_acquire           unlock() found the lease expired (LockLost):
+//                                     the holder was descheduled past its lease
+//                                     (the seed's SpinLock has 100 ms; on a loaded
+//                                     machine it happens). Counted, not fatal; any
+//                                     other exception in a waiter fails the point
+//
+// Implementations (lease 10 s unless said otherwise; hold 1 ms):
+//   SpinLock                the seed's: lease 100 ms, fixed 50 ms retry
+//   SpinLock(fixed-1ms)     retry every 1 ms
+//   SpinLock(exp-1-64ms)    retry 1, 2, 4 ... 64 ms, jitter 0.5 (exponential backoff)
+//   PubSubLock, AdaptiveLock, FairLock   as in their headers
+//   Guarded(<Lock>)         the same lock behind GuardedLock (one thread per
+//                           process at Redis per key; no fast-fail here:
+//                           max_waiters is above any waiter count)
+// Peers run by their own scripts on the same kind of server and write the
+// same schema into another file of this suite (benches/peers/README.md).
 //
 // Goals (from the distributed-locks issue; measured here, never asserted):
 // uncontended acquire+release in 2 round trips, p50 <= 0.1 ms warm; at 50
 // waiters PubSubLock >= 650 acquisitions/s with a 1 ms hold, p95 <= 100 ms,
-// <= 3 round trips per acquisition; hand-off p50 <= 5 round trips (pub/sub).
+// <= 3 round trips per acquisition; hand-off p50 <= 5 round trips (pub/sub);
+// FairLock >= 750/s with p95/p50 <= 1.2 and a hand-off in <= 3 round trips.
+// AdaptiveLock keeps the seed's 5 ms spin budget of back-to-back SET NX: at
+// many waiters the budget shrinks to its 0.2 ms floor and it behaves like a
+// PubSubLock whose parked waiters lose races to spinners.
 // SpinLock keeps the seed's fixed 50 ms retry, shown honestly: expect a
 // hand-off of ~interval/2 and a p95 of ~the interval already at 5 waiters.
+// From the contention-curves issue: at 50 waiters (1x50 and 5x10) our best
+// lock >= 2x every library peer on throughput and p95, with <= 1/3 of their
+// Redis commands per acquisition; Guarded(...) keeps Redis commands per
+// acquisition flat from 1 to 50 waiters per process.
 //
 // Quick mode keeps the default waiters (1, 2, 4, 16, 64) and 200 ms a point
 // with a 1 ms hold (each point also drains: waiters still in lock() at the
 // deadline finish their acquisition). Full mode: 1 s a point, waiters 1..128.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <latch>
+#include <limits.h>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "benches/harness/suite.hpp"
+#include "distributed/adaptive_lock.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
+#include "distributed/fair_lock.hpp"
+#include "distributed/guarded_lock.hpp"
+#include "distributed/lock_lost.hpp"
 #include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
 #include "distributed/subscriber.hpp"
+
+extern char** environ;
 
 namespace locklab::bench {
 namespace {
@@ -54,10 +140,162 @@ using redis::Client;
 
 constexpr std::chrono::microseconds kHold{1'000};
 constexpr std::chrono::microseconds kThink{1'000};
+constexpr const char* kSuite = "redis_locks";
+
+// -------------------------------------------------------- the locks measured
+
+// The harness's Lockable seam with the type erased, so one table of
+// implementations serves the curve, the hand-off and the child processes. A
+// virtual call costs nanoseconds against a round trip's tens of microseconds.
+class AnyLock {
+ public:
+  virtual ~AnyLock() = default;
+  virtual void lock() = 0;
+  virtual void unlock() = 0;
+  // One attempt without waiting (the children's warm-up).
+  virtual bool try_lock() = 0;
+};
+
+template <class L>
+class Erased final : public AnyLock {
+ public:
+  template <class... A>
+  explicit Erased(A&&... args) : lock_(std::forward<A>(args)...) {}
+  void lock() override { lock_.lock(); }
+  void unlock() override { lock_.unlock(); }
+  bool try_lock() override { return lock_.try_lock(); }
+
+ private:
+  L lock_;
+};
+
+// GuardedLock<L> as a Lockable: lock() is try_acquire with an unbounded
+// budget, and the Guard waits in a per-thread slot until unlock(). The
+// registry's key is the lock's name, so every thread of the process shares
+// one gate, one local semaphore and one L for it.
+template <class L>
+class Guarded final : public AnyLock {
+ public:
+  using Inner = redis::GuardedLock<L>;
+  Guarded(typename Inner::Factory make, std::string key)
+      : guarded_(std::move(make), options()), key_(std::move(key)) {}
+
+  void lock() override { keep(guarded_.try_acquire(key_, std::chrono::hours(24))); }
+  bool try_lock() override {
+    auto g = guarded_.try_acquire(key_, std::chrono::milliseconds(0));
+    if (!g) return false;
+    keep(std::move(g));
+    return true;
+  }
+  void unlock() override {
+    std::unique_lock lk(mu_);
+    auto node = held_.extract(std::this_thread::get_id());
+    lk.unlock();
+    if (node.empty()) throw std::logic_error("Guarded::unlock by a thread that holds nothing");
+    node.mapped().release();
+  }
+
+ private:
+  static typename Inner::Options options() {
+    typename Inner::Options o;
+    o.max_waiters = 1 << 20;  // this suite measures waiting, not shedding
+    return o;
+  }
+  void keep(typename Inner::Guard g) {
+    if (!g) throw std::runtime_error("GuardedLock gave up on '" + key_ + "' (outcome " +
+                                     std::to_string(static_cast<int>(g.outcome())) + ")");
+    std::lock_guard lk(mu_);
+    held_.emplace(std::this_thread::get_id(), std::move(g));
+  }
+
+  Inner guarded_;
+  std::string key_;
+  std::mutex mu_;
+  std::unordered_map<std::thread::id, typename Inner::Guard> held_;
+};
+
+using Factory = std::function<std::unique_ptr<AnyLock>(Client&, const std::string&)>;
+
+struct LockImpl {
+  std::string name;
+  Factory make;
+};
+
+template <class L, class Options>
+Factory plain(Options o) {
+  return [o](Client& c, const std::string& name) { return std::make_unique<Erased<L>>(c, name, o); };
+}
+
+template <class L, class Options>
+Factory guarded(Options o) {
+  return [o](Client& c, const std::string& name) {
+    Client* client = &c;
+    return std::make_unique<Guarded<L>>(
+        [client, o](const std::string& key) { return std::make_unique<L>(*client, key, o); }, name);
+  };
+}
+
+// The suite's implementations, in plot order.
+const std::vector<LockImpl>& lock_impls() {
+  static const std::vector<LockImpl> impls = [] {
+    using redis::AdaptiveLock;
+    using redis::FairLock;
+    using redis::PubSubLock;
+    using redis::SpinLock;
+    using namespace std::chrono_literals;
+    SpinLock::Options seed;  // lease 100 ms, fixed 50 ms retry
+    SpinLock::Options fixed1 = seed;
+    fixed1.lease = 10s;
+    fixed1.retry_interval = 1ms;
+    SpinLock::Options exp = fixed1;
+    exp.retry_interval = 1ms;
+    exp.backoff = SpinLock::Backoff::kExponential;
+    exp.multiplier = 2.0;
+    exp.max_interval = 64ms;
+    exp.jitter = 0.5;
+    PubSubLock::Options pubsub;
+    pubsub.lease = 10s;
+    AdaptiveLock::Options adaptive;  // the seed's spin budget: 5 ms in [0.2, 20] ms
+    adaptive.lease = 10s;
+    FairLock::Options fair;  // queue_lease 1 s: a waiter refreshes its entry every 333 ms
+    fair.lease = 10s;
+    return std::vector<LockImpl>{
+        {"SpinLock", plain<SpinLock>(seed)},
+        {"SpinLock(fixed-1ms)", plain<SpinLock>(fixed1)},
+        {"SpinLock(exp-1-64ms)", plain<SpinLock>(exp)},
+        {"PubSubLock", plain<PubSubLock>(pubsub)},
+        {"AdaptiveLock", plain<AdaptiveLock>(adaptive)},
+        {"FairLock", plain<FairLock>(fair)},
+        {"Guarded(PubSubLock)", guarded<PubSubLock>(pubsub)},
+        {"Guarded(FairLock)", guarded<FairLock>(fair)},
+    };
+  }();
+  return impls;
+}
+
+const LockImpl& find_impl(const std::string& name) {
+  for (const auto& impl : lock_impls()) {
+    if (impl.name == name) return impl;
+  }
+  std::string known;
+  for (const auto& impl : lock_impls()) known += " " + impl.name;
+  throw std::invalid_argument("unknown lock implementation '" + name + "'; known:" + known);
+}
+
+// Pool and timeouts for a process whose waiters may all sit in BLPOP at once.
+void size_client(Client::Options& o) {
+  o.command_timeout = std::chrono::seconds(10);
+  // Every FairLock waiter keeps one pooled connection inside BLPOP: room
+  // for the full mode's 128 waiters plus the holder's release.
+  o.max_connections = std::max<std::size_t>(o.max_connections, 512);
+}
+
+// ------------------------------------------------ server, counters, latency
 
 // The suite's server and client, created on first use (from main's thread).
 struct Redis {
   std::unique_ptr<redis::EmbeddedServer> server;
+  Client::Options options;
   std::unique_ptr<Client> client;  // the locks'
   std::unique_ptr<Client> probe;   // INFO only, its own connection
 };
@@ -65,16 +303,15 @@ struct Redis {
 Redis& redis_instance() {
   static Redis r = [] {
     Redis x;
-    Client::Options o;
     if (auto env = Client::Options::from_env()) {
-      o = *env;
+      x.options = *env;
     } else {
       x.server = std::make_unique<redis::EmbeddedServer>();
-      o = x.server->client_options();
+      x.options = x.server->client_options();
     }
-    o.command_timeout = std::chrono::seconds(10);
-    x.client = std::make_unique<Client>(o);
-    x.probe = std::make_unique<Client>(o);
+    size_client(x.options);
+    x.client = std::make_unique<Client>(x.options);
+    x.probe = std::make_unique<Client>(x.options);
     return x;
   }();
   return r;
@@ -97,15 +334,19 @@ std::pair<double, double> server_counters(Client& probe) {
   return {calls - 2, cpu};  // the two INFO calls above are not the locks'
 }
 
+double subscribes_of(Client& c) {
+  redis::Subscriber* s = c.subscriber_if_started();
+  return s != nullptr ? static_cast<double>(s->commands_sent()) : 0.0;
+}
+
 EventSource events_of(Redis& r) {
   return [&r] {
     auto [calls, cpu] = server_counters(*r.probe);
     Client& c = *r.client;
-    redis::Subscriber* s = c.subscriber_if_started();
     return EventCounts{{"round_trips", static_cast<double>(c.round_trips())},
                        {"redis_cmds", calls},
                        {"server_cpu_us", cpu * 1e6},
-                       {"subscribes", s != nullptr ? static_cast<double>(s->commands_sent()) : 0.0}};
+                       {"subscribes", subscribes_of(c)}};
   };
 }
 
@@ -123,28 +364,61 @@ void add_latencies(ContentionResult& r, std::vector<double> ms) {
 
 std::string fresh_name(const std::string& impl) {
   static std::atomic<int> n{0};
-  return "locklab:bench:" + impl + ":" + std::to_string(n.fetch_add(1));
+  // The process id too: a rerun against a shared LOCKLAB_REDIS_URL server
+  // must not meet a previous run's keys (leases, queues).
+  return "locklab:bench:" + impl + ":" + std::to_string(::getpid()) + ":" + std::to_string(n.fetch_add(1));
 }
 
-template <class Lock>
-ContentionResult measure_curve(const Workload& w, const std::function<std::unique_ptr<Lock>(Client&, std::string)>& make,
-                               const std::string& impl) {
+// What went wrong in a run, shared by its waiters. A lost lease (unlock()
+// throws LockLost: the holder was descheduled past its lease, which a
+// loaded machine does to the seed's 100 ms) is counted and reported as
+// lost_leases_per_acquire; any other exception fails the point with its
+// message once the run is over (never std::terminate from a waiter).
+struct Troubles {
+  std::atomic<std::uint64_t> lost{0};
+  std::mutex mu;
+  std::string first_error;
+
+  void error(const std::exception& e) {
+    std::lock_guard g(mu);
+    if (first_error.empty()) first_error = e.what();
+  }
+  void rethrow() {
+    if (!first_error.empty()) throw std::runtime_error("a waiter failed: " + first_error);
+  }
+};
+
+// One waiter's iteration: lock (timed), hold, unlock, think.
+void one_acquisition(AnyLock& lock, std::vector<double>& waits, Troubles& troubles) {
+  try {
+    const auto start = Clock::now();
+    lock.lock();
+    waits.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    std::this_thread::sleep_for(kHold);
+    try {
+      lock.unlock();
+    } catch (const redis::LockLost&) {
+      troubles.lost.fetch_add(1, std::memory_order_relaxed);
+    }
+  } catch (const std::exception& e) {
+    troubles.error(e);
+  }
+  std::this_thread::sleep_for(kThink);
+}
+
+// --------------------------------------------------- in-process measurements
+
+ContentionResult measure_curve(const Workload& w, const LockImpl& impl) {
   Redis& r = redis_instance();
-  auto lock = make(*r.client, fresh_name(impl));
+  auto lock = impl.make(*r.client, fresh_name(impl.name));
   std::vector<std::vector<double>> waits(static_cast<std::size_t>(w.waiters));
   for (auto& v : waits) v.reserve(4096);
+  Troubles troubles;
   ContentionResult result = run_contention(
-      w,
-      [&](int i) {
-        const auto start = Clock::now();
-        lock->lock();
-        waits[static_cast<std::size_t>(i)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-        std::this_thread::sleep_for(kHold);
-        lock->unlock();
-        std::this_thread::sleep_for(kThink);
-      },
-      events_of(r));
+      w, [&](int i) { one_acquisition(*lock, waits[static_cast<std::size_t>(i)], troubles); }, events_of(r));
+  troubles.rethrow();
   result.per_unit = "acquire";
+  result.event_deltas.emplace_back("lost_leases", static_cast<double>(troubles.lost.load()));
   std::vector<double> all;
   for (auto& v : waits) all.insert(all.end(), v.begin(), v.end());
   add_latencies(result, std::move(all));
@@ -153,11 +427,9 @@ ContentionResult measure_curve(const Workload& w, const std::function<std::uniqu
 
 // One holder, one waiter: time from the start of the holder's unlock() to
 // the waiter's return from lock(). The waiter is given 5 ms to be waiting.
-template <class Lock>
-ContentionResult measure_handoff(const Workload& w, const std::function<std::unique_ptr<Lock>(Client&, std::string)>& make,
-                                 const std::string& impl) {
+ContentionResult measure_handoff(const Workload& w, const LockImpl& impl) {
   Redis& r = redis_instance();
-  auto lock = make(*r.client, fresh_name(impl));
+  auto lock = impl.make(*r.client, fresh_name(impl.name));
   EventSource events = events_of(r);
   std::vector<double> handoffs;
   std::atomic<std::int64_t> unlock_ns{0};
@@ -206,33 +478,456 @@ ContentionResult measure_handoff(const Workload& w, const std::function<std::uni
   return result;
 }
 
-template <class Lock>
-void register_lock(const SuiteOptions& o, const std::string& impl,
-                   std::function<std::unique_ptr<Lock>(Client&, std::string)> make) {
+// ------------------------------------------------------------------ the child
+
+int parse_positive(const std::string& text, const std::string& what) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size() || v < 1) {
+    throw std::invalid_argument(what + ": expected a positive integer, got '" + text + "'");
+  }
+  return v;
+}
+
+struct ChildArgs {
+  std::string impl, key;
+  int threads = 1;
+  std::chrono::milliseconds duration{200};
+};
+
+// One process of a split point (see the essay): T waiter threads on one
+// Client and one lock object; prints "ready", waits for "go <ns>", runs,
+// prints its result. Returns the exit status.
+int child_main(const ChildArgs& a) {
+  // Die with the parent, and never outlive a hung point.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 3;
+  ::alarm(static_cast<unsigned>(a.duration.count() / 1000 + 60));
+  const LockImpl& impl = find_impl(a.impl);
+  auto options = Client::Options::from_env();
+  if (!options) throw std::invalid_argument("--child needs LOCKLAB_REDIS_URL (the parent sets it)");
+  size_client(*options);
+  Client client(*options);
+  auto lock = impl.make(client, a.key);
+  // Warm-up: one acquire and release, so this process's SCRIPT LOADs and
+  // first connections fall outside the measured window.
+  const auto warm_deadline = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    if (lock->try_lock()) {
+      try {
+        lock->unlock();
+      } catch (const redis::LockLost&) {
+        // descheduled past a short lease: the warm-up did its job anyway
+      }
+      break;
+    }
+    if (Clock::now() > warm_deadline) throw std::runtime_error("warm-up: the lock was never free for 10 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  const auto n = static_cast<std::size_t>(a.threads);
+  std::vector<std::vector<double>> waits(n);
+  std::vector<std::uint64_t> ops(n, 0);
+  std::vector<Clock::time_point> left(n);
+  std::atomic<bool> go{false}, stop{false};
+  Troubles troubles;
+  std::latch parked(a.threads);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      waits[i].reserve(4096);
+      parked.count_down();
+      go.wait(false, std::memory_order_acquire);
+      std::uint64_t k = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        one_acquisition(*lock, waits[i], troubles);
+        ++k;
+      }
+      left[i] = Clock::now();
+      ops[i] = k;
+    });
+  }
+  parked.wait();
+  std::cout << "ready" << std::endl;
+  std::string word;
+  std::int64_t start_ns = 0;
+  const bool told = static_cast<bool>(std::cin >> word >> start_ns) && word == "go";
+  if (!told) stop.store(true);  // the parent gave up: let the threads out
+  // "go 0" (by hand) starts now.
+  const Clock::time_point start = start_ns > 0 ? Clock::time_point{std::chrono::nanoseconds(start_ns)} : Clock::now();
+  std::this_thread::sleep_until(start);
+  const double cpu0 = detail::process_cpu_seconds();
+  const std::uint64_t rt0 = client.round_trips();
+  const double subs0 = subscribes_of(client);
+  go.store(true, std::memory_order_release);
+  go.notify_all();
+  std::this_thread::sleep_until(start + a.duration);
+  stop.store(true, std::memory_order_relaxed);
+  for (auto& t : threads) t.join();
+  if (!told) return 4;
+  if (!troubles.first_error.empty()) {
+    std::cerr << "child " << a.impl << ": a waiter failed: " << troubles.first_error << "\n";
+    return 5;
+  }
+
+  std::ostringstream out;
+  out.precision(17);
+  Clock::time_point last = start;
+  for (auto t : left) last = std::max(last, t);
+  out << "last_ns " << last.time_since_epoch().count() << "\n";
+  out << "cpu_seconds " << detail::process_cpu_seconds() - cpu0 << "\n";
+  out << "round_trips " << client.round_trips() - rt0 << "\n";
+  out << "subscribes " << subscribes_of(client) - subs0 << "\n";
+  out << "lost_leases " << troubles.lost.load() << "\n";
+  out << "ops";
+  for (auto k : ops) out << " " << k;
+  out << "\nlatency_ms";
+  out.precision(6);
+  for (const auto& v : waits) {
+    for (double ms : v) out << " " << ms;
+  }
+  out << "\n";
+  std::cout << out.str() << std::flush;
+  return 0;
+}
+
+// ----------------------------------------------------------------- the parent
+
+std::string self_path() {
+  char buf[PATH_MAX];
+  const ssize_t len = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (len <= 0) throw std::runtime_error("cannot find my own executable in /proc/self/exe");
+  return std::string(buf, static_cast<std::size_t>(len));
+}
+
+// The child processes of one split point. The destructor SIGKILLs and reaps
+// whatever is still running, so every way out of measure_split (results,
+// a timeout, an exception) leaves no process behind.
+class Children {
+ public:
+  struct Child {
+    pid_t pid = -1;
+    int to = -1;    // its stdin
+    int from = -1;  // its stdout
+    std::string out;
+    bool eof = false;
+  };
+
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  ~Children() {
+    for (auto& c : kids_) {
+      close_fd(c.to);
+      close_fd(c.from);
+      if (c.pid > 0) {
+        ::kill(c.pid, SIGKILL);
+        int status = 0;
+        ::waitpid(c.pid, &status, 0);
+      }
+    }
+  }
+
+  void spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      ::close(in[0]);
+      ::close(in[1]);
+      throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    }
+    Child c;
+    c.to = in[1];
+    c.from = out[0];
+    posix_spawn_file_actions_t fa;
+    ::posix_spawn_file_actions_init(&fa);
+    // dup2 clears O_CLOEXEC on the copy: the child keeps exactly its stdin
+    // and stdout ends; every other child's pipes close at exec.
+    ::posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    ::posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    std::vector<std::string> a = args, e = env;
+    std::vector<char*> argv, envp;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : e) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    const int rc = ::posix_spawn(&c.pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    if (rc != 0) {
+      c.pid = -1;
+      kids_.push_back(c);  // the destructor closes its ends
+      throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(rc));
+    }
+    kids_.push_back(c);
+  }
+
+  // Reads every child's stdout until each has `enough(out)` or EOF, or the
+  // deadline passes (returns false then).
+  bool read_until(Clock::time_point deadline, const std::function<bool(const Child&)>& enough) {
+    for (;;) {
+      std::vector<pollfd> fds;
+      std::vector<Child*> who;
+      for (auto& c : kids_) {
+        if (!c.eof && !enough(c)) {
+          fds.push_back({c.from, POLLIN, 0});
+          who.push_back(&c);
+        }
+      }
+      if (fds.empty()) return true;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 1000)));
+      if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        char buf[65536];
+        const ssize_t got = ::read(fds[i].fd, buf, sizeof(buf));
+        if (got > 0) {
+          who[i]->out.append(buf, static_cast<std::size_t>(got));
+        } else if (got == 0 || errno != EINTR) {
+          who[i]->eof = true;
+        }
+      }
+    }
+  }
+
+  // Writes `line` to every child's stdin and closes it.
+  void tell_all(const std::string& line) {
+    for (auto& c : kids_) {
+      // SIGPIPE is ignored (main): a dead child shows as EPIPE here and as
+      // a missing result later.
+      (void)!::write(c.to, line.data(), line.size());
+      close_fd(c.to);
+    }
+  }
+
+  // Reaps every child (bounded: they have closed stdout, so they are
+  // exiting); returns a description of the first abnormal exit, or "".
+  std::string reap(Clock::time_point deadline) {
+    std::string problem;
+    for (auto& c : kids_) {
+      int status = 0;
+      pid_t r = 0;
+      while ((r = ::waitpid(c.pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (r != c.pid) continue;  // still running: the destructor kills it
+      c.pid = -1;
+      if (problem.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        problem = WIFEXITED(status) ? "a child exited with status " + std::to_string(WEXITSTATUS(status))
+                                    : "a child was killed by signal " + std::to_string(WTERMSIG(status));
+      }
+    }
+    return problem;
+  }
+
+  std::vector<Child>& kids() { return kids_; }
+
+ private:
+  static void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  std::vector<Child> kids_;
+};
+
+struct ChildResult {
+  std::int64_t last_ns = 0;
+  double cpu_seconds = 0, round_trips = 0, subscribes = 0, lost_leases = 0;
+  std::vector<std::uint64_t> ops;
+  std::vector<double> latency_ms;
+};
+
+ChildResult parse_child(const std::string& text) {
+  ChildResult r;
+  std::istringstream in(text);
+  bool have_ops = false, have_last = false;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string kind;
+    f >> kind;
+    if (kind == "last_ns") {
+      have_last = static_cast<bool>(f >> r.last_ns);
+    } else if (kind == "cpu_seconds") {
+      f >> r.cpu_seconds;
+    } else if (kind == "round_trips") {
+      f >> r.round_trips;
+    } else if (kind == "subscribes") {
+      f >> r.subscribes;
+    } else if (kind == "lost_leases") {
+      f >> r.lost_leases;
+    } else if (kind == "ops") {
+      for (std::uint64_t k; f >> k;) r.ops.push_back(k);
+      have_ops = true;
+    } else if (kind == "latency_ms") {
+      for (double v; f >> v;) r.latency_ms.push_back(v);
+    }
+  }
+  if (!have_ops || !have_last) throw std::runtime_error("a child printed no result (its error is in the log)");
+  return r;
+}
+
+// The environment of a child: ours, with LOCKLAB_REDIS_URL naming the
+// suite's server (a user's URL and LOCKLAB_REDIS_PASSWORD pass unchanged).
+std::vector<std::string> child_environment(const Redis& r) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (r.server && std::strncmp(*e, "LOCKLAB_REDIS_URL=", 18) == 0) continue;
+    env.emplace_back(*e);
+  }
+  if (r.server) env.push_back("LOCKLAB_REDIS_URL=" + r.server->url());
+  return env;
+}
+
+ContentionResult measure_split(const Workload& w, const LockImpl& impl, int processes) {
+  if (processes < 1 || w.waiters % processes != 0) {
+    throw std::invalid_argument("split: waiters " + std::to_string(w.waiters) + " is not a multiple of processes " +
+                                std::to_string(processes));
+  }
+  Redis& r = redis_instance();
+  const int threads = w.waiters / processes;
+  const std::vector<std::string> args = {self_path(), "--child=" + impl.name, "--key=" + fresh_name(impl.name),
+                                         "--threads=" + std::to_string(threads),
+                                         "--duration_ms=" + std::to_string(w.duration.count())};
+  const std::vector<std::string> env = child_environment(r);
+  Children kids;
+  for (int p = 0; p < processes; ++p) kids.spawn(args, env);
+  auto ready = [](const Children::Child& c) { return c.out.find("ready\n") != std::string::npos; };
+  if (!kids.read_until(Clock::now() + std::chrono::seconds(20), ready)) {
+    throw std::runtime_error("split: the children were not all ready within 20 s (killed)");
+  }
+  for (auto& c : kids.kids()) {
+    if (!ready(c)) throw std::runtime_error("split: a child exited before it was ready (its error is in the log)");
+    c.out.erase(0, c.out.find("ready\n") + 6);
+  }
+  auto [calls0, cpu0] = server_counters(*r.probe);
+  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
+  kids.tell_all("go " + std::to_string(start.time_since_epoch().count()) + "\n");
+  const Clock::time_point bound = start + w.duration + std::chrono::seconds(30);
+  if (!kids.read_until(bound, [](const Children::Child&) { return false; })) {
+    throw std::runtime_error("split: the children did not finish within the point's duration + 30 s (killed)");
+  }
+  const std::string problem = kids.reap(Clock::now() + std::chrono::seconds(5));
+  if (!problem.empty()) throw std::runtime_error("split: " + problem + " (its error is in the log)");
+  auto [calls1, cpu1] = server_counters(*r.probe);
+
+  ContentionResult result;
+  result.workload = w;
+  result.per_unit = "acquire";
+  std::int64_t last = start.time_since_epoch().count();
+  double round_trips = 0, subscribes = 0, lost_leases = 0;
+  std::vector<double> latencies;
+  for (auto& c : kids.kids()) {
+    ChildResult x = parse_child(c.out);
+    last = std::max(last, x.last_ns);
+    result.cpu_seconds += x.cpu_seconds;
+    round_trips += x.round_trips;
+    subscribes += x.subscribes;
+    lost_leases += x.lost_leases;
+    result.ops_per_waiter.insert(result.ops_per_waiter.end(), x.ops.begin(), x.ops.end());
+    latencies.insert(latencies.end(), x.latency_ms.begin(), x.latency_ms.end());
+  }
+  result.wall_seconds = static_cast<double>(last - start.time_since_epoch().count()) / 1e9;
+  result.event_deltas = {{"round_trips", round_trips},
+                         {"redis_cmds", calls1 - calls0},
+                         {"server_cpu_us", (cpu1 - cpu0) * 1e6},
+                         {"subscribes", subscribes},
+                         {"lost_leases", lost_leases}};
+  add_latencies(result, std::move(latencies));
+  return result;
+}
+
+// ------------------------------------------------------------- registration
+
+struct Split {
+  int processes, threads;
+};
+
+// "1x16,4x4,16x1" -> {{1,16},{4,4},{16,1}}.
+std::vector<Split> parse_splits(const std::string& text) {
+  std::vector<Split> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto x = item.find('x');
+    if (x == std::string::npos) throw std::invalid_argument("--split: expected PxT items like 4x4, got '" + item + "'");
+    out.push_back({parse_positive(item.substr(0, x), "--split processes"),
+                   parse_positive(item.substr(x + 1), "--split threads")});
+  }
+  if (out.empty()) throw std::invalid_argument("--split: empty list");
+  return out;
+}
+
+void register_impl(const SuiteOptions& o, const LockImpl& impl, const std::vector<Split>& splits) {
   const auto hold_us = static_cast<std::int64_t>(kHold.count());
+  const LockImpl* li = &impl;  // lock_impls() is a static: it outlives the run
   for (int waiters : o.waiters) {
     Workload w{.waiters = waiters, .duration = o.duration};
-    register_point(point_name(o.suite, impl, waiters, {{"hold_us", hold_us}}), w,
-                   [make, impl](const Workload& wl) { return measure_curve<Lock>(wl, make, impl); });
+    register_point(point_name(o.suite, impl.name, waiters, {{"hold_us", hold_us}}), w,
+                   [li](const Workload& wl) { return measure_curve(wl, *li); });
+  }
+  for (const Split& s : splits) {
+    Workload w{.waiters = s.processes * s.threads, .duration = o.duration};
+    register_point(point_name(o.suite, impl.name, w.waiters, {{"hold_us", hold_us}, {"processes", s.processes}}), w,
+                   [li, p = s.processes](const Workload& wl) { return measure_split(wl, *li, p); });
   }
   Workload h{.waiters = 1, .duration = o.duration};
-  register_point(point_name(o.suite, impl, 1, {{"hold_us", hold_us}, {"handoff", 1}}), h,
-                 [make, impl](const Workload& wl) { return measure_handoff<Lock>(wl, make, impl); });
+  register_point(point_name(o.suite, impl.name, 1, {{"hold_us", hold_us}, {"handoff", 1}}), h,
+                 [li](const Workload& wl) { return measure_handoff(wl, *li); });
+}
+
+// Removes "--<flag>=<value>" from args and returns the value ("" if absent).
+std::string take_flag(std::vector<std::string>& args, const std::string& flag) {
+  std::string value;
+  for (auto it = args.begin(); it != args.end();) {
+    if (it->rfind(flag + "=", 0) == 0) {
+      value = it->substr(flag.size() + 1);
+      it = args.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return value;
 }
 
 }  // namespace
 }  // namespace locklab::bench
 
 int main(int argc, char** argv) {
-  using namespace locklab;
-  return bench::suite_main("redis_locks", argc, argv, [](const bench::SuiteOptions& o) {
-    bench::register_lock<redis::SpinLock>(o, "SpinLock", [](redis::Client& c, std::string name) {
-      return std::make_unique<redis::SpinLock>(c, std::move(name));  // the seed's: lease 100 ms, retry 50 ms
+  using namespace locklab::bench;
+  // A child that died shows as EPIPE when the parent writes "go", not as
+  // the death of the whole suite.
+  ::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> args(argv, argv + argc);
+  try {
+    const std::string child = take_flag(args, "--child");
+    if (!child.empty()) {
+      ChildArgs a;
+      a.impl = child;
+      a.key = take_flag(args, "--key");
+      const std::string threads = take_flag(args, "--threads");
+      const std::string ms = take_flag(args, "--duration_ms");
+      if (a.key.empty() || threads.empty() || ms.empty()) {
+        throw std::invalid_argument("--child needs --key, --threads and --duration_ms");
+      }
+      a.threads = parse_positive(threads, "--threads");
+      a.duration = std::chrono::milliseconds(parse_positive(ms, "--duration_ms"));
+      return child_main(a);
+    }
+    const std::string split_text = take_flag(args, "--split");
+    std::optional<std::vector<Split>> splits;
+    if (!split_text.empty()) splits = parse_splits(split_text);
+    std::vector<char*> cargs;
+    for (auto& a : args) cargs.push_back(a.data());
+    return suite_main(kSuite, static_cast<int>(cargs.size()), cargs.data(), [&](const SuiteOptions& o) {
+      const std::vector<Split> chosen =
+          splits ? *splits : (o.mode == "full" ? std::vector<Split>{{1, 50}, {5, 10}, {50, 1}}
+                                               : std::vector<Split>{{1, 16}, {4, 4}, {16, 1}});
+      for (const auto& impl : lock_impls()) register_impl(o, impl, chosen);
     });
-    bench::register_lock<redis::PubSubLock>(o, "PubSubLock", [](redis::Client& c, std::string name) {
-      redis::PubSubLock::Options lo;
-      lo.lease = std::chrono::seconds(10);
-      return std::make_unique<redis::PubSubLock>(c, std::move(name), lo);
-    });
-  });
+  } catch (const std::exception& e) {
+    std::cerr << argv[0] << ": " << e.what() << "\n";
+    return 2;
+  }
 }
