@@ -559,6 +559,50 @@ def plot_frame(df, context, out_dir, floors=None) -> list:
     return written
 
 
+# Scenario tables (benches/scenarios) have no waiters axis: one bar per
+# variant for the counters that tell their story, median of the runs with
+# a min-max whisker.  Other suites without a waiters axis get their first four
+# counters.
+SCENARIO_BARS = {
+    "scenario_coupon": ("phantom_issues", "fence_rejections", "after_sold_out", "lock_timeouts"),
+    "scenario_faults": ("violation", "phantom_issues", "fence_rejections", "lock_timeouts"),
+}
+
+
+def plot_table_suite(df, context, out_dir) -> list:
+    """``out_dir/<suite>.png``: bars per implementation for the suite's key
+    counters (see ``SCENARIO_BARS``); ``[]`` if it has no counters."""
+    suite = str(df["suite"].iloc[0])
+    measured = counter_columns(df)
+    wanted = [c for c in SCENARIO_BARS.get(suite, measured[:4]) if c in measured]
+    if not wanted:
+        return []
+    apply_style()
+    fig, axes = plt.subplots(1, len(wanted), figsize=(3.2 * len(wanted) + 1, 4.2),
+                             layout="constrained", squeeze=False)
+    impls = list(dict.fromkeys(df["impl"]))
+    colours = ["#999999" if is_peer(i) else plt.get_cmap("tab10")(k % 10) for k, i in enumerate(impls)]
+    for ax, counter in zip(axes[0], wanted):
+        rows = df.set_index("impl").loc[impls]
+        mid = rows[counter].to_numpy(dtype=float)
+        lo = rows.get(f"{counter}_min", rows[counter]).to_numpy(dtype=float)
+        hi = rows.get(f"{counter}_max", rows[counter]).to_numpy(dtype=float)
+        ax.bar(range(len(impls)), mid, color=colours,
+               yerr=[mid - lo, hi - mid] if (hi > lo).any() else None, capsize=3)
+        ax.set_xticks(range(len(impls)), impls, rotation=40, ha="right", fontsize=8)
+        ax.set_title(counter)
+        ax.set_ylim(bottom=0)
+    reps = int(df["n_reps"].max())
+    runs = f"; median of up to {reps} runs, whisker = min\u2013max" if reps > 1 else ""
+    fig.suptitle(f"{suite}\n{machine_title(context)}{runs}", fontsize=11)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{suite.replace('/', '_')}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
+
+
 def plot_suite(json_path, out_dir, floors=None) -> list:
     """Write ``out_dir/<suite>.png`` (or one ``<suite>_<knob>_<v>.png`` per
     knob combination) for one results file and return the paths written.
@@ -599,7 +643,9 @@ def plot_results_dir(results_dir, out_dir) -> list:
         paths = plot_frame(curves, context, out_dir, floors) if not curves.empty else []
         paths += plot_process_split(df, context, out_dir)
         if not paths:
-            print(f"{suite}: no waiters axis, nothing plotted", file=sys.stderr)
+            paths = plot_table_suite(df, context, out_dir)
+        if not paths:
+            print(f"{suite}: no waiters axis and no counters, nothing plotted", file=sys.stderr)
         written += paths
     return written + write_local_vs_distributed(frames, out_dir)
 

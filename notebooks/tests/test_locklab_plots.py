@@ -305,6 +305,24 @@ class ResultsDirTest(Fixtures):
         self.assertIn("CacheLineHandoff", table)
         self.assertIn("250.0", table)
 
+    def test_scenario_tables_get_bar_charts(self):
+        # A scenario file: no waiters axis, repeated runs per variant.
+        def run(name, violation, phantom, rep):
+            return {"name": f"scenario_faults/{name}", "run_name": f"scenario_faults/{name}",
+                    "run_type": "iteration", "repetitions": 3, "repetition_index": rep,
+                    "threads": 1, "iterations": 1, "real_time": 5.0, "cpu_time": 5.0,
+                    "time_unit": "ms", "violation": violation, "phantom_issues": phantom,
+                    "fence_rejections": 1 - violation, "lock_timeouts": 0}
+        benchmarks = [run(n, v, p, r) for n, v, p in (("pause", 1, 2), ("pause+fence", 0, 0))
+                      for r in range(3)]
+        self.write("r/scenario_faults.json",
+                   {"context": dict(CONTEXT, locklab_suite="scenario_faults"), "benchmarks": benchmarks})
+        df = lp.load_suite(self.tmp / "r" / "scenario_faults.json")
+        self.assertEqual(df.set_index("impl").loc["pause", "violation"], 1)
+        written = lp.plot_results_dir(self.tmp / "r", self.tmp / "out")
+        self.assertEqual([p.name for p in written], ["scenario_faults.png"])
+        self.assertGreater(written[0].stat().st_size, 1000)
+
     def test_floor_lines_only_on_lock_suites(self):
         self.assertTrue(lp.wants_floors("locks"))
         self.assertFalse(lp.wants_floors("counters"))
