@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# check.sh — grade an exercise: build it into the lab's conformance suite and
+# run its checks; optionally put it on the plots.
+#
+#   exercises/check.sh NAME|all [starter|solution] [--bench]
+#
+#   NAME      ttas_backoff, ticket, reentrant, redis_spin_lock, or bug_museum
+#             (the museum's demonstrations; with `solution`, the fixes' tests too)
+#   starter   (default) YOUR file: exercises/NAME/<file>
+#   solution  the reference: exercises/instructor/NAME/<file>
+#   --bench   after the checks PASS, run the exercise's bench (quick mode) into
+#             results/exercise_NAME.json (bug_museum: results/museum_missing_pause.json);
+#             then `./lab plot` draws it beside the lab's locks. A lock that
+#             fails its checks gets no curve.
+#
+# Builds in build/exercises-<variant> (its own CMake project, exercises/
+# CMakeLists.txt; the release preset's ctest never sees it), runs the checks
+# with ctest (each check in its own process, 60 s limit each, so a lock that
+# deadlocks fails its check instead of hanging), prints PASS or FAIL per
+# exercise and exits non-zero if any failed.
+# Environment: LOCKLAB_JOBS (build parallelism, default 2), LOCKLAB_WERROR=OFF
+# (warnings not errors, for a half-finished file), LOCKLAB_RESULTS_DIR.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+EXERCISES=(ttas_backoff ticket reentrant redis_spin_lock)
+RESULTS=${LOCKLAB_RESULTS_DIR:-$ROOT/results}
+JOBS=${LOCKLAB_JOBS:-2}
+
+usage() { sed -n '4,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+die() { printf 'check.sh: %s\n' "$1" >&2; [ $# -gt 1 ] && printf '          %s\n' "${@:2}" >&2; exit 2; }
+
+name="" variant=starter bench=0
+for a in "$@"; do
+  case "$a" in
+    -h|--help) usage; exit 0 ;;
+    --bench) bench=1 ;;
+    starter|solution) variant=$a ;;
+    -*) die "unknown option '$a'." "usage: exercises/check.sh NAME|all [starter|solution] [--bench]" ;;
+    *) [ -z "$name" ] || die "one NAME only (got '$name' and '$a')." "use 'all' for every exercise"; name=$a ;;
+  esac
+done
+[ -n "$name" ] || { usage >&2; exit 2; }
+case "$name" in
+  all) names=("${EXERCISES[@]}" bug_museum) ;;
+  bug_museum) names=(bug_museum) ;;
+  *)
+    [[ " ${EXERCISES[*]} " == *" $name "* ]] ||
+      die "no exercise '$name'." "exercises: ${EXERCISES[*]} bug_museum (or all)"
+    names=("$name") ;;
+esac
+command -v cmake >/dev/null && command -v ninja >/dev/null || die "cmake and ninja are needed." "run ./lab setup first."
+
+BUILD=$ROOT/build/exercises-$variant
+tests_of() {  # the test executables of one name
+  if [ "$1" = bug_museum ]; then
+    echo bug_museum_test
+    [ "$variant" = solution ] && echo bug_museum_fixed_test
+  else
+    echo "exercise_$1_${variant}_test"
+  fi
+  return 0
+}
+bench_of() { if [ "$1" = bug_museum ]; then echo museum_missing_pause_bench; else echo "exercise_$1_${variant}_bench"; fi; }
+label_of() { if [ "$1" = bug_museum ]; then echo '^bug_museum$'; else echo "^exercise_$1\$"; fi; }
+results_of() { if [ "$1" = bug_museum ]; then echo museum_missing_pause; else echo "exercise_$1"; fi; }
+
+# Configure (once; again if the variant or the werror choice changed).
+mkdir -p "$BUILD"
+if ! cmake -S "$ROOT/exercises" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DLOCKLAB_EXERCISE_SOURCE="$variant" -DLOCKLAB_WERROR="${LOCKLAB_WERROR:-ON}" >"$BUILD/configure.log" 2>&1; then
+  cat "$BUILD/configure.log" >&2
+  die "configuring $BUILD failed (output above)." "run ./lab setup if a package is missing."
+fi
+
+targets=()
+for n in "${names[@]}"; do mapfile -t -O "${#targets[@]}" targets < <(tests_of "$n"); done
+echo "check.sh: building ${names[*]} ($variant) in ${BUILD#$ROOT/}"
+if ! cmake --build "$BUILD" --target "${targets[@]}" -j"$JOBS"; then
+  echo "FAIL: ${names[*]} ($variant) does not compile (compiler output above)."
+  exit 1
+fi
+
+failed=0
+for n in "${names[@]}"; do
+  if [ "$variant" = starter ] && [ "$n" != bug_museum ]; then
+    what="your exercises/$n/$(cd "$ROOT/exercises/$n" && ls -- *.hpp | head -1)"
+  else
+    what=$variant
+  fi
+  log="$BUILD/check-$n.log"
+  set +e
+  ctest --test-dir "$BUILD" -L "$(label_of "$n")" --output-on-failure --timeout 60 >"$log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^ *[0-9]+/[0-9]+ Test|tests passed' "$log" | sed 's/^ *//' || true
+  summary=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$log" | tail -1)
+  total=$(sed -n 's/.*out of \([0-9]*\).*/\1/p' <<<"$summary")
+  if [ "$rc" -eq 0 ] && [ -n "$total" ] && [ "$total" -gt 0 ]; then
+    echo "PASS: $n ($what): $total of $total checks"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $n ($what): ${summary:-no result} -- the failing checks' output: $log"
+    # What the checks said (the messages after each GoogleTest "Failure").
+    grep -A6 -E ': Failure$' "$log" |
+      grep -vE ': Failure$|^--$|^Value of:|^ *Actual: (true|false)|^Expected: (true|false)$|^\[----------\]|^ *$|Global test' |
+      sed 's/, where TypeParam = .*//' | cut -c1-200 | sed 's/^/      /' | head -30 || true
+    continue
+  fi
+  if [ "$bench" -eq 1 ]; then
+    exe=$(bench_of "$n")
+    cmake --build "$BUILD" --target "$exe" -j"$JOBS" >/dev/null || { echo "FAIL: bench $exe does not compile"; failed=$((failed + 1)); continue; }
+    mkdir -p "$RESULTS"
+    out="$RESULTS/$(results_of "$n").json"
+    echo "bench: $exe --mode=quick -> ${out#$ROOT/}"
+    if LOCKLAB_GIT_REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) \
+       "$BUILD/$exe" --mode=quick --benchmark_out="$out" --benchmark_out_format=json --benchmark_color=false \
+       >"${out%.json}.log" 2>&1 && ! grep -q '"error_occurred": true' "$out"; then
+      echo "      done; draw it with ./lab plot (results/plots/), or summarise: /usr/bin/python3 notebooks/locklab_plots.py summary $out"
+    else
+      tail -20 "${out%.json}.log" >&2
+      echo "FAIL: bench $exe (log: ${out%.json}.log)"
+      failed=$((failed + 1))
+    fi
+  fi
+done
+[ "$failed" -eq 0 ]

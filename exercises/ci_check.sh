@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# ci_check.sh — proves that the exercises grade: for every exercise the
+# STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
+# and the SOLUTION passes them; every bug-museum exhibit shows its bug and
+# every fix does not; every exercise bench and the museum's bench compile and
+# run a smoke-sized point. Exit 0 only if all of that holds.
+#
+#   exercises/ci_check.sh        (./lab test calls it)
+#   LOCKLAB_CI_BENCHES=0 exercises/ci_check.sh    skip the benches (saves ~1/6 of the build)
+#
+# One build directory, build/exercises-ci, with both variants
+# (-DLOCKLAB_EXERCISE_SOURCE=both): the lab's libraries are compiled once.
+# The starters are taken as committed: if you have started an exercise (your
+# file differs from git HEAD), CI checks HEAD's starter, not your work
+# (grade your work with exercises/check.sh NAME).
+# Time on the 2-core lab machine: see exercises/README.md ("CI").
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+EXERCISES=(ttas_backoff ticket reentrant redis_spin_lock)
+BUILD=$ROOT/build/exercises-ci
+JOBS=${LOCKLAB_JOBS:-2}
+start=$(date +%s)
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$1"; [ $# -gt 1 ] && printf '        %s\n' "${@:2}"; return 0; }
+
+# The committed starters, in a directory of their own (a file is replaced only
+# when its content changed, so a second run recompiles nothing).
+PRISTINE=$BUILD/starters
+for n in "${EXERCISES[@]}"; do
+  mkdir -p "$PRISTINE/$n"
+  for f in "$ROOT/exercises/$n"/*.hpp; do
+    rel=${f#$ROOT/}
+    dest=$PRISTINE/$n/$(basename "$f")
+    if git -C "$ROOT" ls-files --error-unmatch "$rel" >/dev/null 2>&1 && ! git -C "$ROOT" diff --quiet HEAD -- "$rel"; then
+      echo "ci_check: $rel has local changes; checking the committed starter (git HEAD) instead"
+      git -C "$ROOT" show "HEAD:$rel" >"$dest.new"
+    else
+      cp "$f" "$dest.new"
+    fi
+    if cmp -s "$dest.new" "$dest"; then rm "$dest.new"; else mv "$dest.new" "$dest"; fi
+  done
+done
+
+echo "ci_check: configure + build (both variants; the benches unless LOCKLAB_CI_BENCHES=0) in ${BUILD#$ROOT/}"
+cmake -S "$ROOT/exercises" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOCKLAB_EXERCISE_SOURCE=both \
+  -DLOCKLAB_EXERCISE_STARTER_ROOT="$PRISTINE" >"$BUILD.configure.log" 2>&1 ||
+  { cat "$BUILD.configure.log" >&2; echo "ci_check: configuring failed (output above)" >&2; exit 1; }
+benches=()
+if [ "${LOCKLAB_CI_BENCHES:-1}" != 0 ]; then
+  benches=(museum_missing_pause_bench)
+  for n in "${EXERCISES[@]}"; do benches+=("exercise_${n}_solution_bench"); done
+fi
+cmake --build "$BUILD" -j"$JOBS" >"$BUILD.build.log" 2>&1 &&
+  { [ ${#benches[@]} -eq 0 ] || cmake --build "$BUILD" --target "${benches[@]}" -j"$JOBS" >>"$BUILD.build.log" 2>&1; } ||
+  { tail -60 "$BUILD.build.log" >&2; echo "ci_check: the build failed (output above; full log $BUILD.build.log)" >&2; exit 1; }
+built=$(date +%s)
+
+# run EXE ARGS...: sets rc and keeps the output in $BUILD/<exe>.log
+run() {
+  local exe=$1; shift
+  set +e
+  timeout "$limit" "$BUILD/$exe" "$@" >"$BUILD/$exe.log" 2>&1
+  rc=$?
+  set -e
+}
+
+echo "ci_check: starters must fail, solutions must pass"
+for n in "${EXERCISES[@]}"; do
+  limit=120
+  run "exercise_${n}_starter_test" --gtest_fail_fast --gtest_brief=1
+  first=$(grep -m1 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_starter_test.log" | sed 's/, where TypeParam.*//' || true)
+  case $rc in
+    1) ok "$n starter fails (${first#\[  FAILED  \] })" ;;
+    0) bad "$n starter PASSES its checks" "a starter must fail until the student completes it" ;;
+    124) bad "$n starter hangs (killed after ${limit} s)" "a starter must fail, not hang: log $BUILD/exercise_${n}_starter_test.log" ;;
+    *) bad "$n starter crashed (exit $rc)" "log: $BUILD/exercise_${n}_starter_test.log" ;;
+  esac
+  limit=300
+  run "exercise_${n}_solution_test" --gtest_brief=1
+  if [ "$rc" -eq 0 ]; then
+    ok "$n solution passes ($(grep -m1 -oE 'PASSED  \] [0-9]+ tests?' "$BUILD/exercise_${n}_solution_test.log" | sed 's/PASSED  \] //' || true))"
+  else
+    bad "$n solution fails (exit $rc)" "$(grep -m3 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_solution_test.log" | tr '\n' ' ')" \
+      "log: $BUILD/exercise_${n}_solution_test.log"
+  fi
+done
+
+echo "ci_check: the bug museum shows every bug; the fixes show none"
+limit=300
+for exe in bug_museum_test bug_museum_fixed_test; do
+  run "$exe" --gtest_brief=1
+  if [ "$rc" -eq 0 ]; then
+    ok "$exe ($(grep -m1 -oE 'PASSED  \] [0-9]+ tests?' "$BUILD/$exe.log" | sed 's/PASSED  \] //' || true))"
+  else
+    bad "$exe (exit $rc)" "$(grep -m3 -E '^\[  FAILED  \]' "$BUILD/$exe.log" | tr '\n' ' ')" "log: $BUILD/$exe.log"
+  fi
+done
+
+echo "ci_check: every bench writes a smoke-sized point (20 ms, 2 waiters)"
+smoke=$(mktemp -d)
+trap 'rm -rf "$smoke"' EXIT
+limit=120
+for exe in ${benches[@]+"${benches[@]}"}; do
+  run "$exe" --waiters=2 --duration_ms=20 --benchmark_out="$smoke/$exe.json" --benchmark_out_format=json
+  if [ "$rc" -eq 0 ] && [ -s "$smoke/$exe.json" ] && ! grep -q '"error_occurred": true' "$smoke/$exe.json"; then
+    ok "$exe"
+  else
+    bad "$exe (exit $rc)" "log: $BUILD/$exe.log"
+  fi
+done
+
+end=$(date +%s)
+echo "ci_check: build $((built - start)) s, checks $((end - built)) s, total $((end - start)) s"
+echo "total: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
