@@ -77,7 +77,8 @@
 // each registered point re-executes this binary with the hidden flag
 // --point=<name> (plus --duration_ms), which runs that one configuration,
 // prints its result as a few text lines and exits; the parent parses them
-// into the ContentionResult that Google Benchmark reports. Two reasons: Boost
+// into the ContentionResult that Google Benchmark reports
+// (benches/harness/point_process.hpp: the protocol and the wire format). Two reasons: Boost
 // 1.74's work_stealing allows one multi-carrier pool per process
 // (fibers/carrier_pool.hpp, trap 1), and VmHWM / thread peaks are per
 // process. A child that hangs dies by its own alarm (duration + 60 s) and
@@ -94,32 +95,26 @@
 // Failure modes: a thread that cannot be created (ulimit -u, memory) fails
 // the point with the system's message; the tasks already submitted are
 // drained first, so nothing is left running behind the error.
-#include <unistd.h>
-
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <limits.h>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "benches/harness/point_process.hpp"
 #include "benches/harness/suite.hpp"
 #include "fibers/carrier_pool.hpp"
 #include "fibers/virtual_thread.hpp"
@@ -144,36 +139,14 @@ std::string name_of(const Spec& s) {
                     {{"io_ms", s.io_ms}, {"carriers", s.carriers}, {"pool", s.pool}});
 }
 
-int parse_int(const std::string& text, const std::string& what) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || p != text.data() + text.size() || v < 1) {
-    throw std::invalid_argument(what + ": expected a positive integer, got '" + text + "'");
-  }
-  return v;
-}
-
 // The inverse of name_of.
 Spec parse_spec(const std::string& name) {
-  std::vector<std::string> parts;
-  std::stringstream in(name);
-  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
-  if (parts.size() != 6 || parts[0] != kSuite) throw std::invalid_argument("--point: not an io_bound point: " + name);
-  Spec s;
-  s.impl = parts[1];
-  if (s.impl != "Fibers" && s.impl != "Fibers(guard-page)" && s.impl != "ThreadPool" && s.impl != "ThreadPerTask") {
-    throw std::invalid_argument("--point: unknown executor " + s.impl +
+  const PointSpec p = parse_point_name(name, kSuite, {"waiters", "io_ms", "carriers", "pool"});
+  if (p.impl != "Fibers" && p.impl != "Fibers(guard-page)" && p.impl != "ThreadPool" && p.impl != "ThreadPerTask") {
+    throw std::invalid_argument("--point: unknown executor " + p.impl +
                                 " (Fibers, Fibers(guard-page), ThreadPool, ThreadPerTask)");
   }
-  auto knob = [&](std::size_t i, const std::string& key) {
-    if (parts[i].rfind(key + ":", 0) != 0) throw std::invalid_argument("--point: expected " + key + " in " + name);
-    return parse_int(parts[i].substr(key.size() + 1), key);
-  };
-  s.concurrency = knob(2, "waiters");
-  s.io_ms = knob(3, "io_ms");
-  s.carriers = knob(4, "carriers");
-  s.pool = knob(5, "pool");
-  return s;
+  return Spec{.impl = p.impl, .concurrency = p.values[0], .io_ms = p.values[1], .carriers = p.values[2], .pool = p.values[3]};
 }
 
 // ---------------------------------------------------------- the executors
@@ -439,101 +412,12 @@ ContentionResult run_point(const Spec& spec, std::chrono::milliseconds duration)
   return r;
 }
 
-void print_result(const ContentionResult& r) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "wall_seconds " << r.wall_seconds << "\ncpu_seconds " << r.cpu_seconds << "\n";
-  for (const auto& [k, v] : r.extra) out << "extra " << k << " " << v << "\n";
-  out << "ops";
-  for (auto c : r.ops_per_waiter) out << " " << c;
-  out << "\n";
-  std::cout << out.str() << std::flush;
-}
-
-int child_main(const std::string& name, std::chrono::milliseconds duration) {
-  // Never hang the suite: a point that does not finish dies by SIGALRM.
-  alarm(static_cast<unsigned>(duration.count() / 1000 + 60));
+ContentionResult run_named_point(const std::string& name, std::chrono::milliseconds duration) {
   const Spec spec = parse_spec(name);
-  ContentionResult r;
-  if (spec.impl == "Fibers") {
-    r = run_point<Fibers<fibers::CarrierPool::Stack::kFixed>>(spec, duration);
-  } else if (spec.impl == "Fibers(guard-page)") {
-    r = run_point<Fibers<fibers::CarrierPool::Stack::kProtected>>(spec, duration);
-  } else if (spec.impl == "ThreadPool") {
-    r = run_point<ThreadPool>(spec, duration);
-  } else {
-    r = run_point<ThreadPerTask>(spec, duration);
-  }
-  print_result(r);
-  return 0;
-}
-
-// --------------------------------------------------------------- the parent
-
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (len <= 0) throw std::runtime_error("cannot find my own executable in /proc/self/exe");
-  return std::string(buf, static_cast<std::size_t>(len));
-}
-
-ContentionResult parse_result(const std::string& text, const Workload& w) {
-  ContentionResult r;
-  r.workload = w;
-  std::istringstream in(text);
-  bool have_ops = false;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string kind;
-    fields >> kind;
-    if (kind == "wall_seconds") {
-      fields >> r.wall_seconds;
-    } else if (kind == "cpu_seconds") {
-      fields >> r.cpu_seconds;
-    } else if (kind == "extra") {
-      std::string key;
-      double v = 0;
-      fields >> key >> v;
-      r.extra.emplace_back(key, v);
-    } else if (kind == "ops") {
-      for (std::uint64_t c; fields >> c;) r.ops_per_waiter.push_back(c);
-      have_ops = true;
-    }
-  }
-  if (!have_ops || r.wall_seconds <= 0) throw std::runtime_error("the point's process printed no result");
-  return r;
-}
-
-ContentionResult measure_in_child(const std::string& name, const Workload& w) {
-  // Point names hold only [A-Za-z0-9/:_()-], so single quotes are enough.
-  std::string command = "'";
-  command.append(self_path()).append("' --point='").append(name).append("' --duration_ms=");
-  command.append(std::to_string(w.duration.count()));
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed for " + name);
-  std::string text;
-  char buf[4096];
-  for (std::size_t got; (got = fread(buf, 1, sizeof(buf), pipe)) > 0;) text.append(buf, got);
-  const int status = pclose(pipe);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("the point's process failed (status " + std::to_string(status) +
-                             "; its message is on stderr; killed by its alarm if it hung): " + name);
-  }
-  return parse_result(text, w);
-}
-
-// Removes "--<flag>=<value>" from args and returns the value ("" if absent).
-std::string take_flag(std::vector<std::string>& args, const std::string& flag) {
-  std::string value;
-  for (auto it = args.begin(); it != args.end();) {
-    if (it->rfind(flag + "=", 0) == 0) {
-      value = it->substr(flag.size() + 1);
-      it = args.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return value;
+  if (spec.impl == "Fibers") return run_point<Fibers<fibers::CarrierPool::Stack::kFixed>>(spec, duration);
+  if (spec.impl == "Fibers(guard-page)") return run_point<Fibers<fibers::CarrierPool::Stack::kProtected>>(spec, duration);
+  if (spec.impl == "ThreadPool") return run_point<ThreadPool>(spec, duration);
+  return run_point<ThreadPerTask>(spec, duration);
 }
 
 }  // namespace
@@ -543,18 +427,13 @@ int main(int argc, char** argv) {
   using namespace locklab::bench;
   std::vector<std::string> args(argv, argv + argc);
   try {
-    const std::string point = take_flag(args, "--point");
-    if (!point.empty()) {
-      const std::string ms = take_flag(args, "--duration_ms");
-      return child_main(point, std::chrono::milliseconds(ms.empty() ? 200 : parse_int(ms, "--duration_ms")));
-    }
+    if (const auto point = take_point_request(args)) return point_child_main(*point, run_named_point);
     const std::string io_text = take_flag(args, "--io_ms");
     const std::string carriers_text = take_flag(args, "--carriers");
     const std::string pool_text = take_flag(args, "--pool");
-    const int carriers = carriers_text.empty() ? 2 : parse_int(carriers_text, "--carriers");
-    const int pool = pool_text.empty() ? 50 : parse_int(pool_text, "--pool");
-    const bool waiters_given =
-        std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--waiters=", 0) == 0; });
+    const int carriers = carriers_text.empty() ? 2 : parse_positive(carriers_text, "--carriers");
+    const int pool = pool_text.empty() ? 50 : parse_positive(pool_text, "--pool");
+    const bool waiters_given = has_flag(args, "--waiters");
 
     std::vector<char*> cargs;
     for (auto& a : args) cargs.push_back(a.data());
@@ -562,7 +441,7 @@ int main(int argc, char** argv) {
       // --waiters is the concurrency here; the harness's thread-count
       // defaults (1..64, 1..128) are not this experiment's ramp.
       const std::vector<int> levels = waiters_given ? o.waiters : std::vector<int>{50, 100, 200};
-      const int io_ms = io_text.empty() ? (o.mode == "full" ? 100 : 20) : parse_int(io_text, "--io_ms");
+      const int io_ms = io_text.empty() ? (o.mode == "full" ? 100 : 20) : parse_positive(io_text, "--io_ms");
       for (int concurrency : levels) {
         for (const char* impl : {"Fibers", "Fibers(guard-page)", "ThreadPool", "ThreadPerTask"}) {
           const Spec spec{.impl = impl, .concurrency = concurrency, .io_ms = io_ms, .carriers = carriers, .pool = pool};

@@ -47,7 +47,8 @@
 // hidden flag --point=<name> (plus --duration_ms), which builds a fresh pool,
 // runs that one configuration, prints its result as a few text lines on
 // stdout and exits; the parent parses them into the ContentionResult that
-// Google Benchmark reports. A child that hangs is killed by its own alarm
+// Google Benchmark reports (benches/harness/point_process.hpp: the protocol,
+// the wire format, the bounds). A child that hangs is killed by its own alarm
 // (duration + 60 s) and the point is marked failed. The same flag reproduces
 // one point by hand:
 //   bench_pinning --point=pinning/PinningMonitor/waiters:1000/carriers:2/locks:16/io_ms:10 --duration_ms=500
@@ -56,25 +57,19 @@
 // counts): --carriers=1,2,4  --locks=16  --io_ms=10. Quick mode: 1,000
 // fibers, carriers 1, 2, 4, 200 ms a point (9 points, a few seconds). Full:
 // 250 and 1,000 fibers, 1 s a point, 5 repetitions (90 runs, ~2 minutes).
-#include <unistd.h>
-
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
-#include <limits.h>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/fiber/operations.hpp>
 
+#include "benches/harness/point_process.hpp"
 #include "benches/harness/suite.hpp"
 #include "fibers/carrier_pool.hpp"
 #include "fibers/fiber_lock.hpp"
@@ -102,42 +97,13 @@ std::string name_of(const Spec& s) {
   return point_name(kSuite, s.impl, s.fibers, {{"carriers", s.carriers}, {"locks", s.locks}, {"io_ms", s.io_ms}});
 }
 
-int parse_int(const std::string& text, const std::string& what) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || p != text.data() + text.size() || v < 1) {
-    throw std::invalid_argument(what + ": expected a positive integer, got '" + text + "'");
-  }
-  return v;
-}
-
-std::vector<int> parse_list(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(parse_int(item, what));
-  if (out.empty()) throw std::invalid_argument(what + ": empty list");
-  return out;
-}
-
 // The inverse of name_of: "pinning/<Impl>/waiters:N/carriers:C/locks:K/io_ms:M".
 Spec parse_spec(const std::string& name) {
-  std::vector<std::string> parts;
-  std::stringstream in(name);
-  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
-  if (parts.size() != 6 || parts[0] != kSuite) throw std::invalid_argument("--point: not a pinning point: " + name);
-  Spec s;
-  s.impl = parts[1];
-  if (s.impl != "NoLock" && s.impl != "FiberMutex" && s.impl != "PinningMonitor") {
-    throw std::invalid_argument("--point: unknown implementation " + s.impl);
+  const PointSpec p = parse_point_name(name, kSuite, {"waiters", "carriers", "locks", "io_ms"});
+  if (p.impl != "NoLock" && p.impl != "FiberMutex" && p.impl != "PinningMonitor") {
+    throw std::invalid_argument("--point: unknown implementation " + p.impl);
   }
-  auto knob = [&](std::size_t i, const std::string& key) {
-    if (parts[i].rfind(key + ":", 0) != 0) throw std::invalid_argument("--point: expected " + key + " in " + name);
-    return parse_int(parts[i].substr(key.size() + 1), key);
-  };
-  s.fibers = knob(2, "waiters");
-  s.carriers = knob(3, "carriers");
-  s.locks = knob(4, "locks");
-  s.io_ms = knob(5, "io_ms");
+  const Spec s{.impl = p.impl, .fibers = p.values[0], .carriers = p.values[1], .locks = p.values[2], .io_ms = p.values[3]};
   if (s.fibers < 2) throw std::invalid_argument("--point: at least 2 fibers (a locker and a bystander)");
   return s;
 }
@@ -228,101 +194,11 @@ ContentionResult run_point(const Spec& spec, std::chrono::milliseconds duration)
   return r;
 }
 
-void print_result(const ContentionResult& r) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "wall_seconds " << r.wall_seconds << "\ncpu_seconds " << r.cpu_seconds << "\n";
-  for (const auto& [k, v] : r.event_deltas) out << "event " << k << " " << v << "\n";
-  for (const auto& [k, v] : r.extra) out << "extra " << k << " " << v << "\n";
-  out << "ops";
-  for (auto n : r.ops_per_waiter) out << " " << n;
-  out << "\n";
-  std::cout << out.str() << std::flush;
-}
-
-int child_main(const std::string& name, std::chrono::milliseconds duration) {
-  // Never hang the suite: a configuration that deadlocks dies by SIGALRM.
-  alarm(static_cast<unsigned>(duration.count() / 1000 + 60));
+ContentionResult run_named_point(const std::string& name, std::chrono::milliseconds duration) {
   const Spec spec = parse_spec(name);
-  ContentionResult r;
-  if (spec.impl == "NoLock") {
-    r = run_point<NoLock>(spec, duration);
-  } else if (spec.impl == "FiberMutex") {
-    r = run_point<fibers::FiberMutex>(spec, duration);
-  } else {
-    r = run_point<fibers::PinningMonitor>(spec, duration);
-  }
-  print_result(r);
-  return 0;
-}
-
-// --------------------------------------------------------------- the parent
-
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find my own executable in /proc/self/exe");
-  return std::string(buf, static_cast<std::size_t>(n));
-}
-
-ContentionResult parse_result(const std::string& text, const Workload& w) {
-  ContentionResult r;
-  r.workload = w;
-  std::istringstream in(text);
-  bool have_ops = false;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string kind;
-    fields >> kind;
-    if (kind == "wall_seconds") {
-      fields >> r.wall_seconds;
-    } else if (kind == "cpu_seconds") {
-      fields >> r.cpu_seconds;
-    } else if (kind == "event" || kind == "extra") {
-      std::string key;
-      double v = 0;
-      fields >> key >> v;
-      (kind == "event" ? r.event_deltas : r.extra).emplace_back(key, v);
-    } else if (kind == "ops") {
-      for (std::uint64_t n; fields >> n;) r.ops_per_waiter.push_back(n);
-      have_ops = true;
-    }
-  }
-  if (!have_ops || r.wall_seconds <= 0) throw std::runtime_error("the point's process printed no result");
-  return r;
-}
-
-ContentionResult measure_in_child(const std::string& name, const Workload& w) {
-  // Point names hold only [A-Za-z0-9/:_], so single quotes are enough.
-  // (Built by append: g++ 12's -Wrestrict misfires on chained operator+.)
-  std::string command = "'";
-  command.append(self_path()).append("' --point='").append(name).append("' --duration_ms=");
-  command.append(std::to_string(w.duration.count()));
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed for " + name);
-  std::string text;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) text.append(buf, n);
-  const int status = pclose(pipe);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("the point's process failed (status " + std::to_string(status) +
-                             "; killed by its 60 s alarm if it hung): " + name);
-  }
-  return parse_result(text, w);
-}
-
-// Removes "--<flag>=<value>" from args and returns the value ("" if absent).
-std::string take_flag(std::vector<std::string>& args, const std::string& flag) {
-  std::string value;
-  for (auto it = args.begin(); it != args.end();) {
-    if (it->rfind(flag + "=", 0) == 0) {
-      value = it->substr(flag.size() + 1);
-      it = args.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return value;
+  if (spec.impl == "NoLock") return run_point<NoLock>(spec, duration);
+  if (spec.impl == "FiberMutex") return run_point<fibers::FiberMutex>(spec, duration);
+  return run_point<fibers::PinningMonitor>(spec, duration);
 }
 
 }  // namespace
@@ -332,18 +208,14 @@ int main(int argc, char** argv) {
   using namespace locklab::bench;
   std::vector<std::string> args(argv, argv + argc);
   try {
-    const std::string point = take_flag(args, "--point");
-    if (!point.empty()) {
-      const std::string ms = take_flag(args, "--duration_ms");
-      return child_main(point, std::chrono::milliseconds(ms.empty() ? 200 : parse_int(ms, "--duration_ms")));
-    }
+    if (const auto point = take_point_request(args)) return point_child_main(*point, run_named_point);
     const std::string carriers_text = take_flag(args, "--carriers");
     const std::string locks_text = take_flag(args, "--locks");
     const std::string io_text = take_flag(args, "--io_ms");
-    const std::vector<int> carriers = carriers_text.empty() ? std::vector<int>{1, 2, 4} : parse_list(carriers_text, "--carriers");
-    const int locks = locks_text.empty() ? 16 : parse_int(locks_text, "--locks");
-    const int io_ms = io_text.empty() ? 10 : parse_int(io_text, "--io_ms");
-    const bool waiters_given = std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--waiters=", 0) == 0; });
+    const std::vector<int> carriers = carriers_text.empty() ? std::vector<int>{1, 2, 4} : parse_positive_list(carriers_text, "--carriers");
+    const int locks = locks_text.empty() ? 16 : parse_positive(locks_text, "--locks");
+    const int io_ms = io_text.empty() ? 10 : parse_positive(io_text, "--io_ms");
+    const bool waiters_given = has_flag(args, "--waiters");
 
     std::vector<char*> cargs;
     for (auto& a : args) cargs.push_back(a.data());

@@ -38,7 +38,9 @@
 // to be ready, d + 30 s for all results; past either the parent SIGKILLs
 // and reaps every child and marks the point failed (children also die with
 // the parent, PR_SET_PDEATHSIG, and by their own alarm after d + 60 s). A
-// child's errors go to stderr, i.e. the suite's log.
+// child's errors go to stderr, i.e. the suite's log. Why a Client per
+// process, and the simpler one-child protocol of pinning and io_bound:
+// benches/harness/point_process.hpp, whose flag helpers this suite shares.
 // One split point by hand (after starting a redis-server yourself):
 //   LOCKLAB_REDIS_URL=redis://127.0.0.1:6379 bench_redis_locks --child=FairLock
 //       --key=k --threads=4 --duration_ms=200   (then type: go 0)
@@ -99,7 +101,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -107,7 +108,6 @@
 #include <functional>
 #include <iostream>
 #include <latch>
-#include <limits.h>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,6 +119,7 @@
 #include <utility>
 #include <vector>
 
+#include "benches/harness/point_process.hpp"
 #include "benches/harness/suite.hpp"
 #include "distributed/adaptive_lock.hpp"
 #include "distributed/client.hpp"
@@ -480,15 +481,6 @@ ContentionResult measure_handoff(const Workload& w, const LockImpl& impl) {
 
 // ------------------------------------------------------------------ the child
 
-int parse_positive(const std::string& text, const std::string& what) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || p != text.data() + text.size() || v < 1) {
-    throw std::invalid_argument(what + ": expected a positive integer, got '" + text + "'");
-  }
-  return v;
-}
-
 struct ChildArgs {
   std::string impl, key;
   int threads = 1;
@@ -592,13 +584,6 @@ int child_main(const ChildArgs& a) {
 }
 
 // ----------------------------------------------------------------- the parent
-
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t len = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (len <= 0) throw std::runtime_error("cannot find my own executable in /proc/self/exe");
-  return std::string(buf, static_cast<std::size_t>(len));
-}
 
 // The child processes of one split point. The destructor SIGKILLs and reaps
 // whatever is still running, so every way out of measure_split (results,
@@ -875,20 +860,6 @@ void register_impl(const SuiteOptions& o, const LockImpl& impl, const std::vecto
   Workload h{.waiters = 1, .duration = o.duration};
   register_point(point_name(o.suite, impl.name, 1, {{"hold_us", hold_us}, {"handoff", 1}}), h,
                  [li](const Workload& wl) { return measure_handoff(wl, *li); });
-}
-
-// Removes "--<flag>=<value>" from args and returns the value ("" if absent).
-std::string take_flag(std::vector<std::string>& args, const std::string& flag) {
-  std::string value;
-  for (auto it = args.begin(); it != args.end();) {
-    if (it->rfind(flag + "=", 0) == 0) {
-      value = it->substr(flag.size() + 1);
-      it = args.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return value;
 }
 
 }  // namespace

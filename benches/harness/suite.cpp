@@ -1,5 +1,7 @@
 #include "benches/harness/suite.hpp"
 
+#include "benches/harness/point_process.hpp"
+
 #include <sys/utsname.h>
 
 #include <charconv>
@@ -84,21 +86,6 @@ class SchemaNames final : public benchmark::BenchmarkReporter {
  private:
   benchmark::BenchmarkReporter* inner_;
 };
-
-std::string first_line_with(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        auto value = line.substr(colon + 1);
-        value.erase(0, value.find_first_not_of(" \t"));
-        return value;
-      }
-    }
-  }
-  return "unknown";
-}
 
 std::string compiler_name() {
 #if defined(__clang__)

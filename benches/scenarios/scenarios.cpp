@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "benches/harness/point_process.hpp"
 #include "benches/scenarios/coupon.hpp"
 #include "distributed/guarded_lock.hpp"
 #include "distributed/permit_semaphore.hpp"
@@ -97,21 +98,6 @@ struct Entry {
   std::vector<std::pair<std::string, double>> counters;
 };
 
-std::string first_line_with(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        auto value = line.substr(colon + 1);
-        value.erase(0, value.find_first_not_of(" \t"));
-        return value;
-      }
-    }
-  }
-  return "unknown";
-}
-
 // Google Benchmark's file shape (context + benchmarks), so the plotting
 // module and compare.py read it like every suite's.
 void write_json(const std::string& path, const std::string& suite, const std::string& mode,
@@ -131,7 +117,7 @@ void write_json(const std::string& path, const std::string& suite, const std::st
     << "    \"executable\": \"scenarios\",\n"
     << "    \"num_cpus\": " << std::thread::hardware_concurrency() << ",\n"
     << "    \"cores\": \"" << std::thread::hardware_concurrency() << "\",\n"
-    << "    \"cpu_model\": \"" << json_escape(first_line_with("/proc/cpuinfo", "model name")) << "\",\n"
+    << "    \"cpu_model\": \"" << json_escape(bench::first_line_with("/proc/cpuinfo", "model name")) << "\",\n"
     << "    \"kernel\": \"" << json_escape(std::string(u.sysname) + " " + u.release) << "\",\n"
 #if defined(__GNUC__) && !defined(__clang__)
     << "    \"compiler\": \"g++ " << __VERSION__ << "\",\n"
@@ -184,12 +170,10 @@ struct Options {
 
 int positive(const std::string& flag, const std::string& text) {
   try {
-    std::size_t used = 0;
-    const int v = std::stoi(text, &used);
-    if (used == text.size() && v >= 1) return v;
-  } catch (const std::exception&) {
+    return bench::parse_positive(text, flag);
+  } catch (const std::invalid_argument&) {
+    usage_error(flag + " needs a positive integer, got '" + text + "'");
   }
-  usage_error(flag + " needs a positive integer, got '" + text + "'");
 }
 
 Options parse(int argc, char** argv) {
