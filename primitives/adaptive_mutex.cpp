@@ -29,7 +29,10 @@ void AdaptiveMutex::wake_one() noexcept {
   stats_.record_wake();
 }
 
-bool AdaptiveMutex::time_for_handoff() noexcept {
+// Whether a hand-off is due; if so, schedules the next one kFairHandoffInterval
+// from now, whether or not this one finds a sleeper to take it (an attempt
+// that finds none costs two system calls, so at most one per interval).
+bool AdaptiveMutex::claim_handoff_slot() noexcept {
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (now < next_handoff_ns_.load(std::memory_order_relaxed)) return false;
   next_handoff_ns_.store(now + std::chrono::steady_clock::duration(kFairHandoffInterval).count(),
@@ -37,29 +40,29 @@ bool AdaptiveMutex::time_for_handoff() noexcept {
   return true;
 }
 
-// The word is 2 (some thread may be parked): the only state besides 1 that
-// the holder can see, since parkers change 1 -> 2 and nothing else while
-// the lock is held.
+// unlock() found the word at 2: some thread may be parked. The lock is
+// already free (unlock's exchange released it, so the fast path stays one
+// exchange); wake one sleeper, and if a hand-off is due, first take the lock
+// back for it (CAS 0 -> 3) so that no running thread can barge in between.
 void AdaptiveMutex::unlock_slow() noexcept {
-  if (time_for_handoff()) {
-    state_.store(kHandedOff, std::memory_order_release);
+  std::uint32_t expected = kUnlocked;
+  if (claim_handoff_slot() &&
+      state_.compare_exchange_strong(expected, kHandedOff, std::memory_order_relaxed, std::memory_order_relaxed)) {
+    // Relaxed: see "Memory orders" in the header (the CAS continues the
+    // release sequence of our unlock's exchange).
     if (futex_wake_one(state_) > 0) {
       stats_.record_wake();
       stats_.record_handoff();
       return;
     }
     // Nobody was asleep to take it. Take the hand-off back, unless a parker
-    // returning from its wait claimed it meanwhile; then wake once more for
-    // a thread that went to sleep on 3 after our futex_wake.
+    // claimed it meanwhile; then wake once more for a thread that went to
+    // sleep after our futex_wake.
     std::uint32_t handed = kHandedOff;
-    if (state_.compare_exchange_strong(handed, kUnlocked, std::memory_order_release, std::memory_order_relaxed)) {
-      wake_one();
+    if (!state_.compare_exchange_strong(handed, kUnlocked, std::memory_order_release, std::memory_order_relaxed)) {
+      return;
     }
-    return;
   }
-  const std::uint32_t prev = state_.exchange(kUnlocked, std::memory_order_release);
-  assert(prev == kLockedWithWaiters && "AdaptiveMutex::unlock: lock not held");
-  (void)prev;
   wake_one();
 }
 
@@ -150,40 +153,28 @@ bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline)
       }
     }
   }
-  // Phase 2: park. From here on take the lock only in state 2 (see essay).
-  bool slept = false;  // only a thread back from futex_wait may claim a hand-off
-  std::uint32_t c = state_.load(std::memory_order_relaxed);
-  for (;;) {
-    if (c == kUnlocked || (c == kHandedOff && slept)) {
-      if (state_.compare_exchange_weak(c, kLockedWithWaiters, std::memory_order_acquire, std::memory_order_relaxed)) {
-        break;
-      }
-      continue;  // c was reloaded by the failed CAS
-    }
-    if (c == kLocked &&
-        !state_.compare_exchange_weak(c, kLockedWithWaiters, std::memory_order_relaxed, std::memory_order_relaxed)) {
-      continue;
-    }
-    if (c == kLocked) c = kLockedWithWaiters;
+  // Phase 2: park. From here on take the lock only in state 2 (see essay):
+  // the exchange returns 0 (free) or 3 (handed off) when it took the lock.
+  std::uint32_t c = state_.exchange(kLockedWithWaiters, std::memory_order_acquire);
+  while (c != kUnlocked && c != kHandedOff) {
+    FutexWaitResult r;
     if constexpr (kTimed) {
-      // Checked only here, with the lock seen taken: a thread that consumed
-      // a wake-up still takes a free or handed-off lock past its deadline,
-      // and one that gives up leaves the word at 2 or 3 (the holder's
-      // release, or the hand-off's fallback, wakes someone else).
-      if (std::chrono::steady_clock::now() >= deadline) {
+      r = futex_wait_until(state_, kLockedWithWaiters, deadline);
+    } else {
+      r = futex_wait(state_, kLockedWithWaiters);
+    }
+    if (r != FutexWaitResult::kValueChanged) stats_.record_park();
+    c = state_.exchange(kLockedWithWaiters, std::memory_order_acquire);
+    if constexpr (kTimed) {
+      // Only after the exchange: a wake-up (or hand-off) we consumed must
+      // not be lost, so a timed-out thread still takes a free or handed-off
+      // lock, and if it gives up it leaves the word at 2 (the holder's
+      // unlock will wake someone).
+      if (c != kUnlocked && c != kHandedOff && std::chrono::steady_clock::now() >= deadline) {
         stats_.record_contended_acquire(spins);
         return false;
       }
     }
-    FutexWaitResult r;
-    if constexpr (kTimed) {
-      r = futex_wait_until(state_, c, deadline);
-    } else {
-      r = futex_wait(state_, c);
-    }
-    if (r != FutexWaitResult::kValueChanged) stats_.record_park();
-    slept = true;
-    c = state_.load(std::memory_order_relaxed);
   }
   stats_.record_contended_acquire(spins);
   return true;
