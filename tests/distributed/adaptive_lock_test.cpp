@@ -213,69 +213,6 @@ TEST_F(AdaptiveLockTest, AWaiterNoticesACrashedHoldersExpiredLeaseWithoutAMessag
   lock.unlock();
 }
 
-TEST_F(AdaptiveLockTest, UnlockAfterTheLeaseExpiredIsLockLostAndDeletesNoOtherOwnersKey) {
-  AdaptiveLock lock(client(), key(), leased(50ms));
-  lock.lock();
-  std::this_thread::sleep_for(120ms);
-  std::string other;
-  std::thread([&] {
-    ASSERT_TRUE(lock.try_lock());
-    other = client().thread_owner();
-  }).join();
-  try {
-    lock.unlock();
-    FAIL() << "unlock after expiry returned normally";
-  } catch (const LockLost& e) {
-    EXPECT_TRUE(e.taken_by_other());
-  }
-  EXPECT_EQ(client().command({"GET", key()}).as_string(), other) << "the new owner's key was deleted";
-  EXPECT_FALSE(lock.is_held_by_current_thread());
-  client().command({"DEL", key()});
-  lock.lock();
-  client().command({"DEL", key()});
-  try {
-    lock.unlock();
-    FAIL();
-  } catch (const LockLost& e) {
-    EXPECT_FALSE(e.taken_by_other());
-  }
-}
-
-TEST_F(AdaptiveLockTest, UnlockByANonHolderIsOperationNotPermittedAndSendsNothing) {
-  AdaptiveLock lock(client(), key(), leased(10s));
-  try {
-    lock.unlock();
-    FAIL();
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code(), std::errc::operation_not_permitted);
-  }
-  lock.lock();
-  std::thread([&] {
-    const auto before = client().round_trips();
-    try {
-      lock.unlock();
-      ADD_FAILURE() << "another thread unlocked it";
-    } catch (const std::system_error& e) {
-      EXPECT_EQ(e.code(), std::errc::operation_not_permitted);
-    }
-    EXPECT_EQ(client().round_trips(), before);
-  }).join();
-  EXPECT_EQ(client().command({"GET", key()}).as_string(), client().thread_owner());
-  lock.unlock();
-}
-
-TEST_F(AdaptiveLockTest, RelockingByTheHolderIsResourceDeadlockWouldOccur) {
-  AdaptiveLock lock(client(), key(), leased(10s));
-  lock.lock();
-  try {
-    (void)lock.try_lock_for(10ms);
-    FAIL();
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code(), std::errc::resource_deadlock_would_occur);
-  }
-  lock.unlock();
-}
-
 TEST_F(AdaptiveLockTest, AKilledServerWakesAParkedWaiterWithATypedErrorAndARestartedOneServesAgain) {
   AdaptiveLock lock(client(), key(), leased(20s));
   Holder holder(lock);  // keeps the lock (lease 20 s); its unlock will fail
