@@ -9,21 +9,12 @@
 #include <unordered_set>
 
 #include "distributed/lock_lost.hpp"
+#include "distributed/script.hpp"
+#include "distributed/spin_lock.hpp"
 
 namespace locklab::redis {
 
 namespace {
-
-// 1: deleted (ours); -1: someone else's key; 0: no key. (SpinLock's.)
-const Script kRelease("red_lock.release", R"lua(
-local v = redis.call('get', KEYS[1])
-if v == ARGV[1] then
-  redis.call('del', KEYS[1])
-  return 1
-end
-if v then return -1 end
-return 0
-)lua");
 
 double uniform(double lo, double hi) {
   thread_local std::minstd_rand rng(std::random_device{}());
@@ -93,7 +84,9 @@ RedLock::Round RedLock::set_all(const std::string& token) {
 }
 
 RedLock::Round RedLock::release_all(const std::string& token) {
-  return on_all([&](Client& c) { return static_cast<int>(c.eval(kRelease, {name_}, {token}).as_integer()); });
+  return on_all([&](Client& c) {
+    return static_cast<int>(c.eval(compare_and_delete_script(), {name_}, {token}).as_integer());
+  });
 }
 
 bool RedLock::acquire_until(detail::Clock::time_point deadline) {

@@ -10,10 +10,9 @@
 
 namespace locklab::redis {
 
-namespace {
-
-// 1: deleted (ours); -1: someone else's key; 0: no key.
-const Script kRelease("spin_lock.release", R"lua(
+const Script& compare_and_delete_script() {
+  // 1: deleted (ours); -1: someone else's key; 0: no key.
+  static const Script script("compare_and_delete", R"lua(
 local v = redis.call('get', KEYS[1])
 if v == ARGV[1] then
   redis.call('del', KEYS[1])
@@ -22,6 +21,10 @@ end
 if v then return -1 end
 return 0
 )lua");
+  return script;
+}
+
+namespace {
 
 double uniform01() {
   thread_local std::minstd_rand rng(std::random_device{}());
@@ -81,7 +84,7 @@ void SpinLock::unlock() {
   if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
-  const std::int64_t r = client_.eval(kRelease, {name_}, {owner}).as_integer();
+  const std::int64_t r = client_.eval(compare_and_delete_script(), {name_}, {owner}).as_integer();
   if (r != 1) throw LockLost(name_, r == -1);
 }
 

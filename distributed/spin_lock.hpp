@@ -148,4 +148,11 @@ class SpinLock {
   std::atomic<std::uint64_t> attempts_{0};
 };
 
+class Script;
+
+// SpinLock's release, also RedLock's on every node: the owner-checked
+// compare-and-delete. KEYS[1] the lock, ARGV[1] the token; returns 1 if it
+// deleted our key, -1 if the key holds someone else's token, 0 if no key.
+const Script& compare_and_delete_script();
+
 }  // namespace locklab::redis

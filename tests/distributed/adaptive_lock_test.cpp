@@ -29,41 +29,6 @@ std::int64_t numsub(Client& c, const std::string& channel) {
   return c.command({"PUBSUB", "NUMSUB", channel}).as_array().at(1).as_integer();
 }
 
-// Holds `lock` on another thread until release() (so the test thread is a
-// genuine second owner).
-template <class Lock>
-class Holder {
- public:
-  explicit Holder(Lock& lock) : lock_(lock) {
-    thread_ = std::thread([this] {
-      lock_.lock();
-      held_.set_value();
-      release_.get_future().wait();
-      released_at_ns_ = Clock::now().time_since_epoch().count();
-      try {
-        lock_.unlock();
-      } catch (...) {
-        unlock_failed_ = true;  // a test that killed the server or let the lease run out
-      }
-    });
-    held_.get_future().wait();
-  }
-  ~Holder() { release(); }
-  void release() {
-    if (!thread_.joinable()) return;
-    release_.set_value();
-    thread_.join();
-  }
-  std::int64_t released_at_ns() const { return released_at_ns_; }
-  bool unlock_failed() const { return unlock_failed_; }
-
- private:
-  Lock& lock_;
-  std::promise<void> held_, release_;
-  std::int64_t released_at_ns_ = 0;
-  bool unlock_failed_ = false;
-  std::thread thread_;
-};
 
 TEST_F(AdaptiveLockTest, UncontendedLockAndUnlockAreTwoRoundTripsWithoutASubscription) {
   AdaptiveLock lock(client(), key(), leased(10s));

@@ -35,39 +35,6 @@ std::int64_t keys_of(Client& c, const std::string& name) {
   return static_cast<std::int64_t>(c.command({"KEYS", name + "*"}).as_array().size());
 }
 
-// Holds `lock` on another thread until release().
-class Holder {
- public:
-  explicit Holder(FairLock& lock) : lock_(lock) {
-    thread_ = std::thread([this] {
-      lock_.lock();
-      held_.set_value();
-      release_.get_future().wait();
-      released_at_ns_ = Clock::now().time_since_epoch().count();
-      try {
-        lock_.unlock();
-      } catch (...) {
-        unlock_failed_ = true;  // a test that killed the server or took the lock away
-      }
-    });
-    held_.get_future().wait();
-  }
-  ~Holder() { release(); }
-  void release() {
-    if (!thread_.joinable()) return;
-    release_.set_value();
-    thread_.join();
-  }
-  std::int64_t released_at_ns() const { return released_at_ns_; }
-  bool unlock_failed() const { return unlock_failed_; }
-
- private:
-  FairLock& lock_;
-  std::promise<void> held_, release_;
-  std::int64_t released_at_ns_ = 0;
-  bool unlock_failed_ = false;
-  std::thread thread_;
-};
 
 TEST_F(FairLockTest, UncontendedLockAndUnlockAreTwoRoundTripsAndLeaveNoKeys) {
   FairLock lock(client(), key(), leased(10s));

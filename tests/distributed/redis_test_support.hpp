@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,6 +65,46 @@ std::uint64_t increment_under(Lock& lock, Client& client, const std::string& cou
   for (auto& w : workers) w.join();
   return local;
 }
+
+// Holds `lock` on another thread from construction until release() (or
+// destruction), so the test thread meets a genuine second owner. An unlock
+// that throws (the test killed the server or let the lease run out) is
+// recorded, not propagated.
+template <class Lock>
+class Holder {
+ public:
+  explicit Holder(Lock& lock) : lock_(lock) {
+    thread_ = std::thread([this] {
+      lock_.lock();
+      held_.set_value();
+      release_.get_future().wait();
+      released_at_ns_ = Clock::now().time_since_epoch().count();
+      try {
+        lock_.unlock();
+      } catch (...) {
+        unlock_failed_ = true;
+      }
+    });
+    held_.get_future().wait();
+  }
+  ~Holder() { release(); }
+  Holder(const Holder&) = delete;
+  Holder& operator=(const Holder&) = delete;
+  void release() {
+    if (!thread_.joinable()) return;
+    release_.set_value();
+    thread_.join();
+  }
+  std::int64_t released_at_ns() const { return released_at_ns_; }
+  bool unlock_failed() const { return unlock_failed_; }
+
+ private:
+  Lock& lock_;
+  std::promise<void> held_, release_;
+  std::int64_t released_at_ns_ = 0;
+  bool unlock_failed_ = false;
+  std::thread thread_;
+};
 
 class RedisTest : public ::testing::Test {
  protected:
