@@ -191,9 +191,12 @@ TEST_F(KeyedRegistryTest, StreamOfDistinctKeysFromManyThreadsStaysBounded) {
       });
     }
   }
-  // size() counts shard by shard while others insert and erase, so a reading
-  // can be off by the entries in flight, never by the history.
-  EXPECT_LE(max_size.load(), kThreads * (kWindow + 1));
+  // size() counts shard by shard while others insert and erase, so one
+  // reading can count a key erased from a shard already counted and its
+  // successor in a shard counted later (seen under ASan: 21 against a true
+  // bound of 20). Allow one window of such moves per thread: the claim is
+  // "bounded by the live windows", not by the 40,000 keys of the history.
+  EXPECT_LE(max_size.load(), 2 * kThreads * (kWindow + 1));
   EXPECT_EQ(reg.size(), 0u);
 }
 
