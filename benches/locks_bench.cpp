@@ -1,12 +1,18 @@
 // Suite `locks`: every local lock algorithm on the shared contention harness,
 // beside the locks other people ship (benches/local_peers.hpp). Each waiter
-// loops lock(); cs_ns of busy work; unlock(); think_ns of busy work. Three
+// loops lock(); cs_ns of busy work; unlock(); think_ns of busy work. Four
 // workloads, each at every waiter count:
 //   cs_ns:0                          the hand-off cost alone (tiny section,
 //                                    nothing outside: favours unfair locks,
 //                                    whose holder re-takes the lock on its
 //                                    own core);
-//   cs_ns:1000                       ~1 us of work while holding;
+//   cs_ns:200                        a short section, the second
+//                                    size: its ceiling is 1 / 200 ns = 5 M/s
+//                                    minus the lock's own cost, so it shows
+//                                    what a lock adds to real work;
+//   cs_ns:1000                       ~1 us of work while holding: long
+//                                    enough that a cross-core hand-off
+//                                    (~0.5 us here) no longer dominates;
 //   cs_ns:0/think_ns_per_waiter:100  abseil's BM_Contended shape: a tiny
 //                                    section and think_ns = 100 * waiters of
 //                                    work outside the lock, so the share of
@@ -57,7 +63,7 @@ struct Shape {
   std::int64_t cs_ns;
   std::int64_t think_ns_per_waiter;
 };
-constexpr Shape kShapes[] = {{0, 0}, {1000, 0}, {0, 100}};
+constexpr Shape kShapes[] = {{0, 0}, {200, 0}, {1000, 0}, {0, 100}};
 
 // What --mode=quick leaves out of an implementation's points (full mode
 // runs every point of every implementation). Our own locks run everything.

@@ -870,6 +870,14 @@ int main(int argc, char** argv) {
   // A child that died shows as EPIPE when the parent writes "go", not as
   // the death of the whole suite.
   ::signal(SIGPIPE, SIG_IGN);
+  // Sleep for the hold we name: Linux lets a sleep overrun by the thread's
+  // timer slack (50 us by default) so that it can batch wake-ups, and a
+  // "1 ms" hold then lasts 1.12 ms (sleep_for(1ms), 500 sleeps on the lab
+  // VM: p50 1,124 us with the default slack, 1,072 us with 1 ns). That
+  // would charge every lock ~5% of lock utilisation for the kernel's
+  // convenience. Threads inherit the value, and split children run this
+  // main too. The Python peer does the same (benches/peers/redis_py_lock.py).
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   std::vector<std::string> args(argv, argv + argc);
   try {
     const std::string child = take_flag(args, "--child");

@@ -145,7 +145,7 @@ public final class JvmPeers {
     return new Options(mode, durationMs,
         flags.containsKey("waiters") ? list(flags.get("waiters"), "--waiters", 1, Long::intValue)
             : full ? List.of(1, 2, 4, 8, 16, 32, 64, 128) : List.of(1, 2, 4, 16, 64),
-        flags.containsKey("cs_ns") ? list(flags.get("cs_ns"), "--cs_ns", 0, Long::valueOf) : List.of(0L, 1000L),
+        flags.containsKey("cs_ns") ? list(flags.get("cs_ns"), "--cs_ns", 0, Long::valueOf) : List.of(0L, 200L, 1000L),
         flags.containsKey("warmup_ms") ? positive(flags.get("warmup_ms"), "--warmup_ms") : Math.max(1, durationMs / 2),
         full ? 5 : 1, suites, Path.of(flags.getOrDefault("out", "results")), false);
   }
