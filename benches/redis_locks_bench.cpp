@@ -2,7 +2,7 @@
 // contention harness, against a private redis-server (EmbeddedServer on
 // 127.0.0.1, or $LOCKLAB_REDIS_URL if you set it).
 //
-// Three kinds of point
+// Four kinds of point
 // --------------------
 // Every waiter loops lock(), hold (a sleep: a distributed critical section
 // waits on I/O, it does not spin), unlock(), think (a sleep), 1 ms each.
@@ -13,6 +13,8 @@
 //       P processes x T threads, each process with its own Client and lock
 //       object on the same key and the same server
 //   redis_locks/<Impl>/waiters:1/hold_us:<h>/handoff:1          unlock -> next owner
+//   redis_locks/<Impl>/waiters:1/hold_us:0/idle_ms:<i>           one thread's lock() +
+//       unlock() pair, back to back (idle_ms:0, "warm") or after 10 ms idle
 // The split is what changes everything for the locks that share work inside
 // a process: 50 waiters in one process are one SUBSCRIBE and one wake-up per
 // release (PubSubLock), or one thread at Redis (GuardedLock); in 50
@@ -49,7 +51,8 @@
 // fairness = min/max acquisitions per waiter):
 //   avg_ms, p50_ms, p95_ms, p99_ms    acquire latency: lock() call to return
 //                                     (handoff points: unlock() call to the
-//                                     waiter's return from lock())
+//                                     waiter's return from lock(); idle_ms
+//                                     points: lock() call to unlock()'s return)
 //   round_trips_per_acquire           client request/reply exchanges
 //   redis_cmds_per_acquire            commands Redis executed (INFO commandstats;
 //                                     a script's inner calls included)
@@ -824,6 +827,47 @@ ContentionResult measure_split(const Workload& w, const LockImpl& impl, int proc
   return result;
 }
 
+// One thread, nobody else: lock() then unlock() at once, `idle` apart.
+// The latency is the pair's (call to lock() until unlock() returns), so two
+// round trips and no waiting: the floor every curve point sits on.
+//   idle_ms:0   warm: back to back, so the connection, the server and this
+//               core never go quiet (the "p50 <= 0.1 ms warm")
+//   idle_ms:10  idle: 10 ms of sleep before each pair, long enough for the
+//               VM's vCPU and redis-server to go back to sleep, so each pair
+//               pays the wake-ups a lightly used lock really sees
+// Points of their own, not the curve's waiters:1: the curve's 1 ms hold and
+// think put a wake-up inside every acquisition and mix the two cases.
+ContentionResult measure_uncontended(const Workload& w, const LockImpl& impl, std::chrono::milliseconds idle) {
+  Redis& r = redis_instance();
+  auto lock = impl.make(*r.client, fresh_name(impl.name));
+  lock->lock();  // warm-up outside the window: SCRIPT LOAD, first connection
+  lock->unlock();
+  EventSource events = events_of(r);
+  std::vector<double> pairs;
+  pairs.reserve(4096);
+  const EventCounts before = events();
+  const double cpu0 = detail::process_cpu_seconds();
+  const auto start = Clock::now();
+  std::uint64_t n = 0;
+  while (Clock::now() - start < w.duration) {
+    if (idle.count() > 0) std::this_thread::sleep_for(idle);
+    const auto t0 = Clock::now();
+    lock->lock();
+    lock->unlock();
+    pairs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    ++n;
+  }
+  ContentionResult result;
+  result.workload = w;
+  result.per_unit = "acquire";
+  result.ops_per_waiter = {n};
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.cpu_seconds = detail::process_cpu_seconds() - cpu0;
+  result.event_deltas = detail::subtract(events(), before);
+  add_latencies(result, std::move(pairs));
+  return result;
+}
+
 // ------------------------------------------------------------- registration
 
 struct Split {
@@ -860,6 +904,12 @@ void register_impl(const SuiteOptions& o, const LockImpl& impl, const std::vecto
   Workload h{.waiters = 1, .duration = o.duration};
   register_point(point_name(o.suite, impl.name, 1, {{"hold_us", hold_us}, {"handoff", 1}}), h,
                  [li](const Workload& wl) { return measure_handoff(wl, *li); });
+  for (const int idle_ms : {0, 10}) {
+    register_point(point_name(o.suite, impl.name, 1, {{"hold_us", 0}, {"idle_ms", idle_ms}}), h,
+                   [li, idle = std::chrono::milliseconds(idle_ms)](const Workload& wl) {
+                     return measure_uncontended(wl, *li, idle);
+                   });
+  }
 }
 
 }  // namespace

@@ -845,8 +845,9 @@ def _overlay_rows(df, wanted, default_impls, knob=None, knob_value=None):
     for the implementations ``wanted`` (default: ``default_impls`` present,
     plus every peer for the distributed side)."""
     rows, _ = split_rows(df)
-    if "handoff" in rows:
-        rows = rows[rows["handoff"].isna()]
+    for single_thread_knob in ("handoff", "idle_ms"):  # hand-off and uncontended points
+        if single_thread_knob in rows:
+            rows = rows[rows[single_thread_knob].isna()]
     if knob and knob in rows and rows[knob].notna().any():
         value = knob_value if knob_value is not None else rows[knob].max()
         rows = rows[rows[knob] == value]
