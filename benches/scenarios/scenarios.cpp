@@ -1,5 +1,6 @@
-// scenarios — the experiments that break distributed locks on purpose, and
-// the one that shows the herd GuardedLock flattens. Each subcommand prints
+// scenarios — the experiments that break distributed locks on purpose, the
+// one that shows the herd GuardedLock flattens, and the seeds' two load
+// experiments (the stock test, the k6 latency table). Each subcommand prints
 // the seed's table beside ours and writes <out>/scenario_<name>.json in the
 // shared Google Benchmark shape (ARCHITECTURE.md: one entry per table row,
 // the columns as counters; repeated runs as repetitions of one row).
@@ -15,14 +16,24 @@
 //       seed 000's herd: N waiters in each of P processes on one
 //       PermitSemaphore(1), raw (the seed's "before": try_set_permits and
 //       try_acquire on every request) vs GuardedLock
-//   scenarios all [--quick|--full]                the three, quick by default
+//   scenarios stock [--runs=N] [--gap_us=U]       seed 001's stock test: 1,000 in
+//       Redis, 1,000 read-compute-write tasks on 2 x cores threads, without
+//       a lock and under each of our locks (stock.hpp)
+//   scenarios vus_table [--vus=1,5,50] [--requests=N] [--think_us=U]  seed
+//       004's k6 table: V virtual users (threads) share N requests of
+//       acquire, 1 ms hold, release, then U us untimed (default 1,000; 0
+//       shows barging); avg / p50 / p95 per lock (vus_table.hpp)
+//   scenarios all [--quick|--full]                all five, quick by default
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
 //
-// Time: the quick set took 46 s on the 2-core lab machine (68 s while
-// other builds ran beside it); --full uses 10 runs for every
-// fault and 5 waiter counts for the herd.
+// Time: the quick set of coupon, faults and herd took 46 s on the 2-core lab
+// machine (68 s while other builds ran beside it); stock and vus_table add
+// 3-7 s and 5-7 s (measured alone while other builds and benchmarks ran: load
+// average 3-8), and all five took 62 s then. --full uses 10 runs for every
+// fault, 5 waiter counts for the herd, 3 runs of each stock row and 1,000
+// requests per vus_table cell.
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -45,6 +56,8 @@
 
 #include "benches/harness/point_process.hpp"
 #include "benches/scenarios/coupon.hpp"
+#include "benches/scenarios/stock.hpp"
+#include "benches/scenarios/vus_table.hpp"
 #include "distributed/guarded_lock.hpp"
 #include "distributed/permit_semaphore.hpp"
 
@@ -159,12 +172,17 @@ struct Options {
   std::vector<int> waiters;
   int duration_ms = 0;
   std::string only;  // faults --only=drift,pause: just these rows
+  int gap_us = 0;         // stock: a pause between read and write (0: none)
+  std::vector<int> vus;   // vus_table: 1,5,50 unless given
+  int requests = 0;       // vus_table: 0: the mode's default
+  int think_us = -1;      // vus_table: -1: VusConfig's default
 };
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
-            << "usage: scenarios coupon|faults|herd|all [--quick|--full] [--out=DIR] [--runs=N]\n"
-            << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n";
+            << "usage: scenarios coupon|faults|herd|stock|vus_table|all [--quick|--full] [--out=DIR] [--runs=N]\n"
+            << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
+            << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n";
   std::exit(2);
 }
 
@@ -182,7 +200,8 @@ Options parse(int argc, char** argv) {
   o.out = env != nullptr && *env != '\0' ? env : "results";
   if (argc < 2) usage_error("no subcommand");
   o.command = argv[1];
-  if (o.command != "coupon" && o.command != "faults" && o.command != "herd" && o.command != "all") {
+  if (o.command != "coupon" && o.command != "faults" && o.command != "herd" && o.command != "stock" &&
+      o.command != "vus_table" && o.command != "all") {
     usage_error("unknown subcommand '" + o.command + "'");
   }
   for (int i = 2; i < argc; ++i) {
@@ -209,6 +228,16 @@ Options parse(int argc, char** argv) {
       o.only = "," + *v + ",";
     } else if (auto v = value("--duration_ms")) {
       o.duration_ms = positive("--duration_ms", *v);
+    } else if (auto v = value("--gap_us")) {
+      o.gap_us = positive("--gap_us", *v);
+    } else if (auto v = value("--think_us")) {
+      o.think_us = *v == "0" ? 0 : positive("--think_us", *v);
+    } else if (auto v = value("--requests")) {
+      o.requests = positive("--requests", *v);
+    } else if (auto v = value("--vus")) {
+      std::stringstream in(*v);
+      for (std::string item; std::getline(in, item, ',');) o.vus.push_back(positive("--vus", item));
+      if (o.vus.empty()) usage_error("--vus needs a list like 1,5,50");
     } else if (auto v = value("--waiters")) {
       std::stringstream in(*v);
       for (std::string item; std::getline(in, item, ',');) o.waiters.push_back(positive("--waiters", item));
@@ -626,6 +655,152 @@ void run_herd_scenario(const Options& o) {
   write_json(o.out + "/scenario_herd.json", "scenario_herd", o.mode, entries);
 }
 
+// ------------------------------------------------------------ stock
+
+void run_stock_scenario(const Options& o) {
+  stock::StockConfig c;
+  c.gap = std::chrono::microseconds(o.gap_us);
+  const int runs = o.runs > 0 ? o.runs : (o.mode == "full" ? 3 : 1);
+  redis::EmbeddedServer server;
+  std::vector<stock::StockResult> results;
+  std::vector<Entry> entries;
+  int family = 0;
+  for (stock::StockLock row : stock::stock_rows()) {
+    for (int run = 0; run < runs; ++run) {
+      const stock::StockResult r = stock::run_stock(server.client_options(), row, c);
+      results.push_back(r);
+      Entry e;
+      e.name = std::string("scenario_stock/") + r.lock;
+      e.family = family;
+      e.repetitions = runs;
+      e.repetition_index = run;
+      e.wall_ms = r.wall_ms;
+      // The first four are the ones to draw (locklab_plots.SCENARIO_BARS).
+      e.counters = {{"final_stock", double(r.final_stock)},
+                    {"lost_updates", double(r.lost_updates())},
+                    {"items_per_second", r.tasks_per_second()},
+                    {"round_trips_per_task", r.round_trips_per_task},
+                    {"lock_timeouts", double(r.lock_timeouts)},
+                    {"decrements", double(r.decrements)},
+                    {"lock_lost", double(r.lock_lost)},
+                    {"errors", double(r.errors)},
+                    {"sold_out", double(r.sold_out)},
+                    {"not_run", double(r.not_run)},
+                    {"initial_stock", double(r.initial)},
+                    {"pool_threads", double(r.threads)},
+                    {"gap_us", double(o.gap_us)}};
+      entries.push_back(e);
+      std::cout << "." << std::flush;
+    }
+    ++family;
+  }
+  const int threads = results.empty() ? 0 : results.front().threads;
+  std::cout << "\n\nstock: " << c.stock << " in Redis, " << c.tasks << " tasks on a pool of " << threads
+            << " threads (2 x " << std::thread::hardware_concurrency() << " cores), each GET -> stock - 1 -> SET"
+            << (o.gap_us > 0 ? ", pausing " + std::to_string(o.gap_us) + " us between GET and SET" : "") << "\n"
+            << "locks: lease " << c.lease.count() << " ms, wait " << c.lock_timeout.count()
+            << " ms; SpinLock(seed:50ms) retries every 50 ms; SpinLock(backoff) after 100, 150, 225 ... ms (cap 1 s, "
+               "jitter 0.5)\n"
+            << "(seed 001: the same sizes on a database row; without a lock the stock \"is inconsistent\" (no number "
+               "given), with Lettuce's spin lock or Redisson's tryLock exactly 0)\n\n"
+            << std::left << std::setw(22) << "lock" << std::right << std::setw(12) << "seed final" << std::setw(8)
+            << "final" << std::setw(8) << "sold" << std::setw(7) << "lost" << std::setw(10) << "wall ms" << std::setw(10)
+            << "tasks/s" << std::setw(10) << "timeouts" << std::setw(11) << "lost lease" << std::setw(8) << "errors"
+            << std::setw(10) << "rt/task" << "\n";
+  for (const stock::StockResult& r : results) {
+    const char* seed = r.lock == "none"                                           ? "wrong"
+                       : (r.lock == "SpinLock(seed:50ms)" || r.lock == "PubSubLock") ? "0"
+                                                                                   : "-";
+    std::cout << std::left << std::setw(22) << r.lock << std::right << std::setw(12) << seed << std::setw(8)
+              << r.final_stock << std::setw(8) << r.decrements << std::setw(7) << r.lost_updates() << std::setw(10)
+              << cell(r.wall_ms) << std::setw(10) << cell(r.tasks_per_second()) << std::setw(10) << r.lock_timeouts
+              << std::setw(11) << r.lock_lost << std::setw(8) << r.errors << std::setw(10)
+              << cell(r.round_trips_per_task, 2) << "\n";
+  }
+  std::cout << "(sold: tasks that wrote stock - 1; lost = sold - (initial - final); seed's PubSubLock row is "
+               "Redisson's tryLock, its SpinLock row Lettuce's; tasks/s = acquisitions/s with a lock)\n";
+  write_json(o.out + "/scenario_stock.json", "scenario_stock", o.mode, entries);
+}
+
+// ------------------------------------------------------------ vus_table
+
+void run_vus_scenario(const Options& o) {
+  const std::vector<int> vus_list = !o.vus.empty() ? o.vus : std::vector<int>{1, 5, 50};
+  const int requests = o.requests > 0 ? o.requests : (o.mode == "full" ? 1'000 : 100);
+  const long think_us = o.think_us >= 0 ? o.think_us : long(vus::VusConfig{}.think.count());
+  redis::EmbeddedServer server;
+  std::vector<vus::VusResult> results;
+  std::vector<Entry> entries;
+  int family = 0;
+  for (int n : vus_list) {
+    for (vus::VuLock lock : vus::vu_locks()) {
+      vus::VusConfig c;
+      c.vus = n;
+      c.requests = requests;
+      if (o.think_us >= 0) c.think = std::chrono::microseconds(o.think_us);
+      const vus::VusResult r = vus::run_vus(server.client_options(), lock, c);
+      results.push_back(r);
+      Entry e;
+      e.name = std::string("scenario_vus_table/") + r.lock + "/waiters:" + std::to_string(n);
+      e.family = family++;
+      e.wall_ms = r.wall_ms;
+      e.counters = {{"items_per_second", r.acquisitions_per_second()},
+                    {"avg_ms", r.avg_ms},
+                    {"p50_ms", r.p50_ms},
+                    {"p95_ms", r.p95_ms},
+                    {"p99_ms", r.p99_ms},
+                    {"max_ms", r.max_ms},
+                    {"round_trips_per_request", r.round_trips_per_request},
+                    // Every counter becomes a panel of the suite's figure:
+                    // the ones that are constant by design (requests, hold)
+                    // stay in the printout.
+                    {"lock_timeouts", double(r.lock_timeouts)},
+                    {"lock_lost", double(r.lock_lost)},
+                    {"errors", double(r.errors)}};
+      entries.push_back(e);
+      std::cout << "." << std::flush;
+    }
+  }
+  // Seed 004's table (k6, 100 requests; avg / p50 / p95 in ms). FairLock was not in it.
+  struct Seed {
+    int vus;
+    const char* lock;
+    const char* avg;
+    const char* p50;
+    const char* p95;
+  };
+  const Seed seed[] = {{1, "SpinLock(poll-100ms)", "1.49", "1.16", "3.34"},  {1, "PubSubLock", "1.82", "1.31", "2.51"},
+                       {1, "AdaptiveLock", "4.16", "2.68", "3.62"},          {5, "SpinLock(poll-100ms)", "11.85", "1.27", "103.67"},
+                       {5, "PubSubLock", "4.32", "3.88", "6.97"},            {5, "AdaptiveLock", "4.76", "1.93", "5.51"},
+                       {50, "SpinLock(poll-100ms)", "600.23", "4.32", "2,610"}, {50, "PubSubLock", "33.31", "36.05", "50.28"},
+                       {50, "AdaptiveLock", "94.37", "86.04", "211.17"}};
+  std::cout << "\n\nvus_table: " << requests
+            << " requests per cell shared by V virtual users (threads of one process, one Client), each: acquire, "
+               "hold 1 ms, release, then "
+            << think_us << " us untimed before the next; wait <= 10 s\n"
+            << "SpinLock(poll-100ms) = Lettuce polling (lease 3 s, sleep 100 ms); PubSubLock = Redisson tryLock "
+               "(watchdog); AdaptiveLock = seed's (5 ms spin budget, lease 3 s); FairLock (ours) lease 3 s\n"
+            << "(seed 004: k6, 100 requests to a Spring endpoint: HTTP + a DB transaction inside the lock; ms)\n\n"
+            << std::left << std::setw(5) << "VUs" << std::setw(22) << "lock" << std::right << std::setw(10) << "seed avg"
+            << std::setw(10) << "seed p50" << std::setw(10) << "seed p95" << "  |" << std::setw(9) << "avg" << std::setw(9)
+            << "p50" << std::setw(9) << "p95" << std::setw(9) << "max" << std::setw(8) << "acq/s" << std::setw(10)
+            << "timeouts" << std::setw(8) << "rt/req" << "\n";
+  for (const vus::VusResult& r : results) {
+    const Seed* s = nullptr;
+    for (const Seed& k : seed) {
+      if (k.vus == r.vus && r.lock == k.lock) s = &k;
+    }
+    std::cout << std::left << std::setw(5) << r.vus << std::setw(22) << r.lock << std::right << std::setw(10)
+              << (s ? s->avg : "-") << std::setw(10) << (s ? s->p50 : "-") << std::setw(10) << (s ? s->p95 : "-")
+              << "  |" << std::setw(9) << cell(r.avg_ms, 2) << std::setw(9) << cell(r.p50_ms, 2) << std::setw(9)
+              << cell(r.p95_ms, 2) << std::setw(9) << cell(r.max_ms, 1) << std::setw(8) << cell(r.acquisitions_per_second())
+              << std::setw(10) << r.lock_timeouts << std::setw(8) << cell(r.round_trips_per_request, 1) << "\n";
+  }
+  std::cout << "(ours: the whole request, acquire + hold + release; acq/s over the cell's wall time, think included; "
+               "rt/req: Redis round trips per request, pub/sub connection not counted)\n";
+  write_json(o.out + "/scenario_vus_table.json", "scenario_vus_table", o.mode, entries);
+}
+
 }  // namespace
 }  // namespace locklab::scenarios
 
@@ -646,6 +821,8 @@ int main(int argc, char** argv) {
     if (o.command == "coupon" || o.command == "all") run_coupon_scenario(o);
     if (o.command == "faults" || o.command == "all") run_faults_scenario(o);
     if (o.command == "herd" || o.command == "all") run_herd_scenario(o);
+    if (o.command == "stock" || o.command == "all") run_stock_scenario(o);
+    if (o.command == "vus_table" || o.command == "all") run_vus_scenario(o);
     std::cout << "scenarios " << o.command << ": "
               << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms\n";
     return 0;

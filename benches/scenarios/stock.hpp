@@ -1,0 +1,306 @@
+// stock.hpp — seed 001's stock test as a reusable engine: a stock of 1,000
+// in Redis, 1,000 tasks on a pool of 2 x hardware_concurrency threads, each
+// task a read-compute-write of the stock (GET, decrement in C++, SET), first
+// without a lock and then under each of our Redis locks. Header-only so that
+// `scenarios stock` (the table) and tests/distributed/stock_scenario_test.cpp
+// (the invariant: every lock ends at exactly 0) run the same code.
+//
+// What the seed measured
+// ----------------------
+// Two JUnit tests of a Spring service: 1,000 threads on a pool of cores x 2
+// decrement a stock of 1,000 in the database. Without a lock "the stock is
+// inconsistent" (the post gives no number); with a Lettuce spin lock (`SET
+// NX PX 100`, retry every 50 ms, at most 80 tries / 4 s, Lua
+// compare-and-delete) or Redisson's tryLock (lease 100 ms, wait 4 s) the
+// final stock is exactly 0. The post then argues the parameters (lease =
+// 10 ms DB + 3 ms network + 87 ms buffer; retry = lease / 2) and proposes
+// exponential backoff (100, 150, 225 ... ms, capped at 1 s).
+//
+// What we scale, and why
+// ----------------------
+// - The stock lives in Redis (a plain string key), not in a database: the
+//   lab has no database, and a read-compute-write through two separate
+//   commands is exactly as racy as SELECT-then-UPDATE. The sizes are the
+//   seed's (1,000 and 1,000, pool 2 x cores): a run takes 0.1-2.5 s per
+//   row on 2 cores, so nothing needs shrinking.
+// - The critical section is GET + SET, two loopback round trips (~0.1 ms),
+//   against the seed's ~13 ms of JPA work. We keep the seed's lease (100 ms)
+//   anyway: it is 1,000 x the section here, so a lease only runs out if a
+//   holder is descheduled for 100 ms (a badly overloaded machine; it would
+//   show as lock_lost and a wrong stock, never silently), and a shorter
+//   lease would teach nothing new. Likewise the seed's 4 s wait for every
+//   lock and its 50 ms retry for the first SpinLock row.
+// - Without a lock the race needs no help on 2 cores: 4 threads each spend
+//   most of a task waiting for a reply, so between one thread's GET and its
+//   SET the others' GETs arrive and read the same value. On the 2-core lab
+//   machine it lost 636-666 of the 1,000 decrements in each of 8 runs, so
+//   `gap` (a pause between read and write that widens the window,
+//   `--gap_us`) stays 0 by default; it exists for a machine where the race
+//   is rarer, and the printout says when it was used.
+// - A task that finds the stock at 0 writes nothing (the seed's decrease()
+//   throws on a negative stock), so the final stock is always in
+//   [0, initial] and a lost update shows as a stock ABOVE its true value.
+//
+// Columns
+// -------
+// final_stock (0 is right: tasks == stock), decrements (tasks that wrote
+// stock - 1 and believed they sold one), lost_updates = decrements -
+// (initial - final): decrements another task's stale write erased; wall_ms
+// for the whole run, tasks/s (= acquisitions/s with a lock), lock_timeouts
+// (a task whose acquire ran out of its 4 s: it sold nothing), errors
+// (redis::Error), lock_lost (unlock() found the lease gone), and Redis round
+// trips per task (Client::round_trips(): the lock's polling, scripts and
+// BLPOPs plus the GET and SET; the pub/sub connection's SUBSCRIBE is not
+// counted).
+//
+// What the result teaches
+// -----------------------
+// Without a lock about two thirds of the decrements are lost: the shop sold
+// the same item to several buyers, and the stock says ~650 are left when
+// none are. Any of our locks gives exactly 0. They differ in what the
+// exclusion costs. Round trips per task are steady from run to run; wall
+// times on the 2-core lab machine (busy with other builds, load average
+// 3-8; four quick runs) were not, so read them as ranges:
+// - SpinLock with the seed's 50 ms retry (350-610 ms for 1,000 tasks) is
+//   not slow here, and that is a lesson about barging, not about polling:
+//   the thread that just released takes its next task and re-acquires at
+//   once while the other three sleep through their 50 ms, so one thread
+//   runs task after task, and the run passes to another only when a poll
+//   happens to land in a gap (a few times per run: tasks per thread like
+//   803/195/1/1 or 493/279/227/1 in a side experiment; 15-37 failed polls in
+//   1,000 tasks, hence 4.0 round trips per task). Fast, and unfair.
+// - SpinLock with the seed's backoff (0.4-2.5 s) has the same round trips
+//   and a longer, erratic tail: at the end the last waiters are asleep for
+//   up to 1 s each, whether or not the lock is free.
+// - PubSubLock (0.2-1.7 s) costs 5 round trips a task: GET, SET, the
+//   release and two acquire attempts, one that fails and one after the
+//   pub/sub wake-up (which itself is not counted).
+// - AdaptiveLock (0.7-1.6 s) costs 7.5-12: its waiters spin SET NX for up
+//   to 5 ms, and on 2 cores the spinning threads and their Redis commands
+//   compete with the holder's GET and SET.
+// - FairLock (0.4-0.7 s) hands the lock to the oldest waiter on every
+//   release (5 round trips a task): strict FIFO, nobody starves, at the
+//   price of a hand-off per task.
+// Correctness first (final stock, lost updates), then the bill (round
+// trips, wall time).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distributed/adaptive_lock.hpp"
+#include "distributed/client.hpp"
+#include "distributed/error.hpp"
+#include "distributed/fair_lock.hpp"
+#include "distributed/lock_lost.hpp"
+#include "distributed/pub_sub_lock.hpp"
+#include "distributed/spin_lock.hpp"
+
+namespace locklab::scenarios::stock {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+enum class StockLock { kNone, kSpinSeed, kSpinBackoff, kPubSub, kAdaptive, kFair };
+
+inline const char* stock_lock_name(StockLock l) {
+  switch (l) {
+    case StockLock::kNone: return "none";
+    case StockLock::kSpinSeed: return "SpinLock(seed:50ms)";
+    case StockLock::kSpinBackoff: return "SpinLock(backoff)";
+    case StockLock::kPubSub: return "PubSubLock";
+    case StockLock::kAdaptive: return "AdaptiveLock";
+    case StockLock::kFair: return "FairLock";
+  }
+  return "?";
+}
+
+// The table's rows, in order: the lesson first.
+inline std::vector<StockLock> stock_rows() {
+  return {StockLock::kNone,    StockLock::kSpinSeed, StockLock::kSpinBackoff,
+          StockLock::kPubSub,  StockLock::kAdaptive, StockLock::kFair};
+}
+
+struct StockConfig {
+  int stock = 1'000;
+  int tasks = 1'000;
+  int threads = 0;  // 0: 2 x hardware_concurrency, the seed's pool
+  std::chrono::milliseconds lease{100};
+  std::chrono::milliseconds lock_timeout{4'000};
+  // Pause between the GET and the SET; 0 = none (see the essay).
+  std::chrono::microseconds gap{0};
+  // A hang detector: after it, threads take no new task (counted as not_run).
+  std::chrono::milliseconds run_cap{60'000};
+  std::string key = "locklab:stock";
+};
+
+struct StockResult {
+  std::string lock;
+  int threads = 0;
+  std::int64_t initial = 0, final_stock = 0, decrements = 0, sold_out = 0, lock_timeouts = 0, errors = 0,
+               lock_lost = 0, not_run = 0;
+  double wall_ms = 0, round_trips_per_task = 0;
+  std::int64_t lost_updates() const { return decrements - (initial - final_stock); }
+  double tasks_per_second() const {
+    const std::int64_t done = decrements + sold_out;
+    return wall_ms > 0 ? static_cast<double>(done) * 1e3 / wall_ms : 0;
+  }
+};
+
+namespace detail {
+
+// The no-lock row goes through the same task loop as the locks.
+struct NoLock {
+  bool try_lock_for(std::chrono::milliseconds) { return true; }
+  void unlock() {}
+};
+
+inline std::int64_t read_stock(redis::Client& c, const std::string& key) {
+  redis::Reply r = c.command({"GET", key});
+  if (r.is_nil()) throw std::runtime_error("stock scenario: the key " + key + " is missing");
+  return std::stoll(r.as_string());
+}
+
+template <class Lock>
+StockResult run_with(redis::Client& client, Lock& lock, const StockConfig& c, int threads) {
+  std::atomic<int> next{0};
+  std::atomic<std::int64_t> decrements{0}, sold_out{0}, timeouts{0}, errors{0}, lost{0}, not_run{0};
+  const std::uint64_t rt0 = client.round_trips();
+  const auto start = Clock::now();
+  const auto cap = start + c.run_cap;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int task = next.fetch_add(1); task < c.tasks; task = next.fetch_add(1)) {
+        if (Clock::now() >= cap) {
+          not_run.fetch_add(1);
+          continue;
+        }
+        try {
+          if (!lock.try_lock_for(c.lock_timeout)) {
+            timeouts.fetch_add(1);
+            continue;
+          }
+        } catch (const std::exception&) {  // redis::Error; misuse would be a bug, counted too
+          errors.fetch_add(1);
+          continue;
+        }
+        try {
+          const std::int64_t s = read_stock(client, c.key);
+          if (c.gap.count() > 0) std::this_thread::sleep_for(c.gap);
+          if (s > 0) {
+            client.command({"SET", c.key, std::to_string(s - 1)});
+            decrements.fetch_add(1);
+          } else {
+            sold_out.fetch_add(1);
+          }
+        } catch (const std::exception&) {  // redis::Error, or the key gone (a flushed server)
+          errors.fetch_add(1);
+        }
+        try {
+          lock.unlock();
+        } catch (const redis::LockLost&) {
+          lost.fetch_add(1);
+        } catch (const std::exception&) {
+          errors.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  StockResult r;
+  r.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  r.round_trips_per_task =
+      static_cast<double>(client.round_trips() - rt0) / static_cast<double>(std::max(1, c.tasks));
+  r.threads = threads;
+  r.initial = c.stock;
+  r.final_stock = read_stock(client, c.key);
+  r.decrements = decrements.load();
+  r.sold_out = sold_out.load();
+  r.lock_timeouts = timeouts.load();
+  r.errors = errors.load();
+  r.lock_lost = lost.load();
+  r.not_run = not_run.load();
+  return r;
+}
+
+}  // namespace detail
+
+// One run: sets the stock, runs the tasks under `which`, reads the stock
+// back. `server` names a Redis this run may write `c.key` and the keys
+// under `c.key + ":lock:"` on (the scenario's own EmbeddedServer). Throws
+// redis::Error if the server cannot be reached at all.
+inline StockResult run_stock(const redis::Client::Options& server, StockLock which, const StockConfig& c) {
+  if (c.stock < 0 || c.tasks < 0 || c.threads < 0) throw std::invalid_argument("stock scenario: negative size");
+  const int threads =
+      c.threads > 0 ? c.threads : 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  redis::Client::Options o = server;
+  o.command_timeout = 2s;
+  // A FairLock waiter keeps a pooled connection inside BLPOP.
+  o.max_connections = std::max<std::size_t>(o.max_connections, static_cast<std::size_t>(threads) + 8);
+  redis::Client client(o);
+  const std::string lock_name = c.key + ":lock:" + stock_lock_name(which);
+  client.command({"DEL", c.key, lock_name});
+  client.command({"SET", c.key, std::to_string(c.stock)});
+
+  StockResult r;
+  switch (which) {
+    case StockLock::kNone: {
+      detail::NoLock none;
+      r = detail::run_with(client, none, c, threads);
+      break;
+    }
+    case StockLock::kSpinSeed: {
+      redis::SpinLock::Options so;  // the seed's: fixed 50 ms retry
+      so.lease = c.lease;
+      so.retry_interval = 50ms;
+      redis::SpinLock lock(client, lock_name, so);
+      r = detail::run_with(client, lock, c, threads);
+      break;
+    }
+    case StockLock::kSpinBackoff: {
+      redis::SpinLock::Options so;  // the seed's backoff: 100, 150, 225 ... ms, capped at 1 s
+      so.lease = c.lease;
+      so.retry_interval = 100ms;
+      so.backoff = redis::SpinLock::Backoff::kExponential;
+      so.multiplier = 1.5;
+      so.max_interval = 1'000ms;
+      so.jitter = 0.5;  // waiters that failed together do not retry together
+      redis::SpinLock lock(client, lock_name, so);
+      r = detail::run_with(client, lock, c, threads);
+      break;
+    }
+    case StockLock::kPubSub: {
+      redis::PubSubLock::Options po;  // Redisson tryLock(wait, lease): a fixed lease, no watchdog
+      po.lease = c.lease;
+      redis::PubSubLock lock(client, lock_name, po);
+      r = detail::run_with(client, lock, c, threads);
+      break;
+    }
+    case StockLock::kAdaptive: {
+      redis::AdaptiveLock::Options ao;  // the seed's spin budget: 5 ms in [0.2, 20] ms
+      ao.lease = c.lease;
+      redis::AdaptiveLock lock(client, lock_name, ao);
+      r = detail::run_with(client, lock, c, threads);
+      break;
+    }
+    case StockLock::kFair: {
+      redis::FairLock::Options fo;
+      fo.lease = c.lease;
+      redis::FairLock lock(client, lock_name, fo);
+      r = detail::run_with(client, lock, c, threads);
+      break;
+    }
+  }
+  r.lock = stock_lock_name(which);
+  return r;
+}
+
+}  // namespace locklab::scenarios::stock
