@@ -194,6 +194,25 @@ Reply Client::command_blocking(const std::vector<std::string>& args, std::chrono
   return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), block), options_.endpoint());
 }
 
+std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  for (const auto& command : commands) {
+    if (command.empty()) throw std::invalid_argument("Client::pipeline: a command with no arguments");
+  }
+  if (commands.empty()) return {};
+  std::unique_ptr<detail::Connection> c = take();
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Reply> replies;
+  try {
+    replies = c->pipeline(commands);
+  } catch (const Error& e) {
+    // Unread replies of this batch would be read by the next user.
+    discard(std::move(c), e.kind() == Error::Kind::kIo);
+    throw;
+  }
+  give_back(std::move(c));
+  return replies;
+}
+
 std::string Client::sha_for(const Script& script, bool reload) {
   if (!reload) {
     std::lock_guard g(scripts_mu_);

@@ -30,7 +30,8 @@
 // command(): one round trip (loopback ~25-40 us warm on the lab machine, see
 // the distributed-locks issue), one pool mutex lock/unlock on each side and
 // the reply's copy into a Reply. eval(): the same after the first call per
-// script (which adds one SCRIPT LOAD). round_trips() counts every exchange,
+// script (which adds one SCRIPT LOAD). pipeline(): one round trip for a whole
+// batch of commands. round_trips() counts every exchange,
 // so a benchmark can report round trips per lock acquisition.
 //
 // Failure modes
@@ -123,6 +124,25 @@ class Client {
   // take up to `block` longer than command_timeout before kTimeout. Pass the
   // same block time the command itself carries.
   Reply command_blocking(const std::vector<std::string>& args, std::chrono::milliseconds block);
+
+  // Pipelining: writes every command in `commands` before reading any
+  // reply, then reads the replies in order, on one pooled connection. One
+  // round trip for the lot instead of one per command (round_trips() grows
+  // by 1); the server's work is the same. hiredis: redisAppendCommandArgv
+  // per command, then redisGetReply per reply.
+  // - Not atomic: another client's commands may run between two of these
+  //   on the server. Put MULTI first and EXEC last for atomicity (the EXEC
+  //   reply then carries the results; the others answer QUEUED).
+  // - Error replies come back in place as kError Replies, not thrown: the
+  //   other commands ran anyway, and a caller must see which one failed.
+  //   kTimeout / kIo / kConnect are thrown as for command(), and then any
+  //   prefix of the commands may have run.
+  // - The command timeout bounds each reply read, not the whole batch.
+  // - Replies are held by the server until read: keep batches to thousands
+  //   of commands, not millions (its output buffer grows with the batch).
+  // An empty list sends nothing and costs no round trip. A command with no
+  // arguments: std::invalid_argument, nothing sent.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
 
   // Runs `script` with KEYS = keys and ARGV = args via EVALSHA (SCRIPT LOAD
   // on first use and after NOSCRIPT). Throws Error(kServer) with the

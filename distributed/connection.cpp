@@ -121,4 +121,33 @@ Reply Connection::exchange(const std::vector<std::string_view>& args, std::chron
   return reply;
 }
 
+std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  if (command_timeout_ != current_timeout_) set_timeout(command_timeout_);
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& command : commands) {
+    argv.clear();
+    lens.clear();
+    for (const auto& a : command) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    // Appending only fills hiredis's output buffer; the first
+    // redisGetReply below writes all of it before it reads.
+    if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
+      throw Error(Error::Kind::kIo, "cannot queue a pipelined command for " + endpoint_ + ": " + ctx_->errstr);
+    }
+  }
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    errno = 0;
+    void* raw = nullptr;
+    if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) throw_io_error(errno, command_timeout_);
+    replies.push_back(convert(raw));
+    freeReplyObject(raw);
+  }
+  return replies;
+}
+
 }  // namespace locklab::redis::detail

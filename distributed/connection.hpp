@@ -34,6 +34,10 @@ class Connection {
   // either the connection is unusable.
   Reply exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout = {});
 
+  // Client::pipeline on this connection: every request written, then every
+  // reply read, in order; error replies in place. Throws as exchange().
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
+
   // For an idle connection: false if the server closed it or sent anything
   // unasked (an idle connection has nothing to read). One poll(), no I/O.
   bool idle_and_alive() const noexcept;

@@ -23,17 +23,23 @@
 //       004's k6 table: V virtual users (threads) share N requests of
 //       acquire, 1 ms hold, release, then U us untimed (default 1,000; 0
 //       shows barging); avg / p50 / p95 per lock (vus_table.hpp)
-//   scenarios all [--quick|--full]                all five, quick by default
+//   scenarios batch [--runs=N] [--keys=K]   seed 004's "MGET vs N x GET": K
+//       keys (1,000) fetched by N x GET, MGET, a pipeline and MULTI/EXEC,
+//       N fetches each (quick 20, full 100): latency, round trips, atomicity;
+//       then a local 3-master Redis Cluster: CROSSSLOT vs {hash tags}, and
+//       whether each of our locks keeps its keys in one slot (batch.hpp)
+//   scenarios all [--quick|--full]                all six, quick by default
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
 //
 // Time: the quick set of coupon, faults and herd took 46 s on the 2-core lab
 // machine (68 s while other builds ran beside it); stock and vus_table add
-// 3-7 s and 5-7 s (measured alone while other builds and benchmarks ran: load
-// average 3-8), and all five took 62 s then. --full uses 10 runs for every
-// fault, 5 waiter counts for the herd, 3 runs of each stock row and 1,000
-// requests per vus_table cell.
+// 3-7 s and 5-7 s, batch ~4-6 s (a fresh cluster master waits 2 s before it
+// calls itself writable; the rest is the N x GET fetches), measured while
+// other builds and benchmarks ran (load average 3-8). --full uses 10 runs for
+// every fault, 5 waiter counts for the herd, 3 runs of each stock row, 1,000
+// requests per vus_table cell and 100 fetches per batch method.
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -55,6 +61,7 @@
 #include <vector>
 
 #include "benches/harness/point_process.hpp"
+#include "benches/scenarios/batch.hpp"
 #include "benches/scenarios/coupon.hpp"
 #include "benches/scenarios/stock.hpp"
 #include "benches/scenarios/vus_table.hpp"
@@ -176,13 +183,15 @@ struct Options {
   std::vector<int> vus;   // vus_table: 1,5,50 unless given
   int requests = 0;       // vus_table: 0: the mode's default
   int think_us = -1;      // vus_table: -1: VusConfig's default
+  int keys = 0;      // batch --keys=K (0: 1,000)
 };
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
-            << "usage: scenarios coupon|faults|herd|stock|vus_table|all [--quick|--full] [--out=DIR] [--runs=N]\n"
+            << "usage: scenarios coupon|faults|herd|stock|vus_table|batch|all [--quick|--full] [--out=DIR] [--runs=N]\n"
             << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
-            << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n";
+            << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n"
+            << "                 [--keys=K] (batch; --runs=N: fetches per method)\n";
   std::exit(2);
 }
 
@@ -201,7 +210,7 @@ Options parse(int argc, char** argv) {
   if (argc < 2) usage_error("no subcommand");
   o.command = argv[1];
   if (o.command != "coupon" && o.command != "faults" && o.command != "herd" && o.command != "stock" &&
-      o.command != "vus_table" && o.command != "all") {
+      o.command != "vus_table" && o.command != "batch" && o.command != "all") {
     usage_error("unknown subcommand '" + o.command + "'");
   }
   for (int i = 2; i < argc; ++i) {
@@ -226,6 +235,9 @@ Options parse(int argc, char** argv) {
       o.runs = positive("--runs", *v);
     } else if (auto v = value("--only")) {
       o.only = "," + *v + ",";
+    } else if (auto v = value("--keys")) {
+      o.keys = positive("--keys", *v);
+      if (o.keys > 100'000) usage_error("--keys: at most 100000, got '" + *v + "'");
     } else if (auto v = value("--duration_ms")) {
       o.duration_ms = positive("--duration_ms", *v);
     } else if (auto v = value("--gap_us")) {
@@ -801,6 +813,178 @@ void run_vus_scenario(const Options& o) {
   write_json(o.out + "/scenario_vus_table.json", "scenario_vus_table", o.mode, entries);
 }
 
+// ------------------------------------------------------------ batch
+
+std::string slot_list(const batch::SlotCheck& c) {
+  // Keys shown relative to the lock name, tokens elided: they are long and
+  // only their slot matters here.
+  std::string out;
+  for (std::size_t i = 0; i < c.set.keys.size(); ++i) {
+    std::string k = c.set.keys[i];
+    if (k.rfind(c.set.name, 0) == 0) k = k.size() == c.set.name.size() ? "<name>" : k.substr(c.set.name.size());
+    for (const char* part : {":alive:", ":wake:"}) {
+      if (k.rfind(part, 0) == 0) k = std::string(part) + "<t>";
+    }
+    out += (out.empty() ? "" : " ") + k + "=" + std::to_string(c.slots[i]);
+  }
+  return out;
+}
+
+void run_batch_scenario(const Options& o) {
+  batch::Config cfg;
+  cfg.keys = o.keys > 0 ? o.keys : 1'000;
+  cfg.fetches = o.runs > 0 ? o.runs : (o.mode == "full" ? 100 : 20);
+  cfg.torn_fetches = o.mode == "full" ? 20 : 5;
+  redis::EmbeddedServer server;
+  redis::Client client(server.client_options());
+  // Part B's cluster is started first and left to settle while part A
+  // runs (a fresh master waits 2 s before it calls itself writable). If
+  // it cannot start, part B is skipped, not failed; the JSON's cluster row
+  // says which.
+  std::unique_ptr<batch::LocalCluster> cluster;
+  std::string why_not;
+  try {
+    cluster = std::make_unique<batch::LocalCluster>(3, 10s, false);
+  } catch (const std::exception& e) {
+    why_not = e.what();
+  }
+  const batch::Result r = batch::run(client, cfg);
+  std::vector<Entry> entries;
+  int family = 0;
+  const double loopback_ms = r.rtt_p50_us / 1e3;
+  std::cout << "\nbatch: " << r.keys << " keys (" << r.value_bytes << "-byte values) fetched " << cfg.fetches
+            << " times by each method, interleaved; loopback RTT p50 " << cell(r.rtt_p50_us) << " us (PING)\n"
+            << "(seed 004, over a network: N x GET 1.7-4.0 s; MGET / pipeline / batch 16-32 ms)\n\n"
+            << std::left << std::setw(12) << "method" << std::right << std::setw(13) << "round trips" << std::setw(8)
+            << "atomic" << std::setw(10) << "p50 ms" << std::setw(10) << "p95 ms" << std::setw(13) << "server cmds"
+            << std::setw(15) << "server cpu us" << std::setw(18) << "model@1ms RTT ms" << std::setw(8) << "values"
+            << std::setw(8) << "mixed" << "\n";
+  for (const auto& m : r.methods) {
+    const double model = m.modelled_ms(1.0, loopback_ms);
+    std::cout << std::left << std::setw(12) << batch::method_label(m.method) << std::right << std::setw(13)
+              << cell(m.round_trips_per_fetch) << std::setw(8) << (m.atomic ? "yes" : "no") << std::setw(10)
+              << cell(m.p50_ms, 2) << std::setw(10) << cell(m.p95_ms, 2) << std::setw(13)
+              << cell(m.server_cmds_per_fetch) << std::setw(15) << cell(m.server_cpu_us_per_fetch) << std::setw(18)
+              << cell(model, 1) << std::setw(8) << (m.values_ok ? "ok" : "WRONG") << std::setw(8)
+              << (std::to_string(m.mixed_fetches) + "/" + std::to_string(m.torn_fetches)) << "\n";
+    Entry e;
+    e.name = std::string("scenario_batch/") + batch::method_id(m.method);
+    e.family = family++;
+    e.wall_ms = m.p50_ms;
+    e.counters = {{"p50_ms", m.p50_ms},
+                  {"round_trips_per_fetch", m.round_trips_per_fetch},
+                  {"modelled_ms_at_1ms_rtt", model},
+                  {"atomic", m.atomic ? 1.0 : 0.0},
+                  {"p95_ms", m.p95_ms},
+                  {"min_ms", m.min_ms},
+                  {"max_ms", m.max_ms},
+                  {"server_cmds_per_fetch", m.server_cmds_per_fetch},
+                  {"server_cpu_us_per_fetch", m.server_cpu_us_per_fetch},
+                  {"loopback_rtt_us", r.rtt_p50_us},
+                  {"keys", double(r.keys)},
+                  {"fetches", double(m.fetches)},
+                  {"values_ok", m.values_ok ? 1.0 : 0.0},
+                  {"mixed_fetches", double(m.mixed_fetches)},
+                  {"fetches_under_writes", double(m.torn_fetches)}};
+    entries.push_back(e);
+  }
+  const auto& each = r.of(batch::Method::kGetEach);
+  const auto& mget = r.of(batch::Method::kMget);
+  std::cout << "mixed: fetches (of those made while another client rewrote every key with one MSET per round) "
+               "that returned values of two rounds; 0 for a non-atomic method means not caught this time\n"
+               "(a 1,000-GET pipeline is mostly read and run by the server in one go: cut rarely, but cut)\n";
+  std::cout << "N x GET / MGET at p50: " << cell(each.p50_ms / mget.p50_ms, 1) << "x here; model at 1 ms RTT: "
+            << cell(each.modelled_ms(1.0, loopback_ms) / mget.modelled_ms(1.0, loopback_ms), 0)
+            << "x (time ~= round trips x RTT + client and server work; the seed's 1.7-4.0 s for 1,000 GETs is an "
+               "RTT of 1.7-4 ms)\n";
+
+  if (cluster) {
+    try {
+      cluster->wait_until_ok(10s);
+    } catch (const std::exception& e) {
+      why_not = e.what();
+      cluster.reset();
+    }
+  }
+  Entry ce;
+  ce.name = "scenario_batch/cluster";
+  ce.family = family++;
+  const std::vector<std::string> names = {"orders:42", "{orders:42}"};
+  std::vector<batch::SlotCheck> checks;
+  if (cluster) {
+    const batch::ClusterDemo d = batch::cluster_demo(*cluster, batch::key_names(cfg));
+    std::cout << "\ncluster: 3 masters on 127.0.0.1 (ports " << cluster->port(0) << ", " << cluster->port(1) << ", "
+              << cluster->port(2) << "; slots 0-5460 / 5461-10922 / 10923-16383), cluster_state:ok "
+              << cell(cluster->ready_ms()) << " ms after its start (started before part A)\n";
+    auto slots = [](const std::vector<int>& v) {
+      std::string s;
+      for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+      return s;
+    };
+    std::string keys;
+    for (const auto& k : d.untagged) keys += " " + k;
+    std::cout << "  MGET" << keys << "  (slots " << slots(d.untagged_slots) << ")\n    -> " << d.untagged_reply << "\n";
+    keys.clear();
+    for (const auto& k : d.tagged) keys += " " + k;
+    std::cout << "  MGET" << keys << "  (slots " << slots(d.tagged_slots) << ", node " << d.tagged_node << ")\n    -> "
+              << (d.tagged_ok ? "ok: " : "FAILED: ") << d.tagged_reply << "\n"
+              << "  pipeline of " << d.pipeline_keys << " GETs (part A's keys) sent to node 0: " << d.pipeline_answered
+              << " answered, " << d.pipeline_moved
+              << " MOVED (a cluster-aware client groups a batch by node and merges the replies)\n"
+              << "  slot = CRC16(key or its {tag}) mod 16384: key_slot() here vs CLUSTER KEYSLOT on " << d.crc_checked
+              << " keys: " << d.crc_mismatches << " mismatches\n";
+    ce.wall_ms = cluster->ready_ms();
+    ce.counters = {{"cluster_started", 1},
+                   {"crossslot_untagged", d.untagged_crossslot ? 1.0 : 0.0},
+                   {"tagged_mget_ok", d.tagged_ok ? 1.0 : 0.0},
+                   {"pipeline_moved", double(d.pipeline_moved)},
+                   {"pipeline_answered", double(d.pipeline_answered)},
+                   {"crc16_checked", double(d.crc_checked)},
+                   {"crc16_mismatches", double(d.crc_mismatches)},
+                   {"cluster_ready_ms", cluster->ready_ms()}};
+    redis::Client binder(cluster->client_options(0));
+    checks = batch::check_lock_keys(cluster.get(), binder, names);
+  } else {
+    std::cout << "\ncluster: skipped, a local Redis Cluster did not start here: " << why_not
+              << "\n(the lock-key slots below come from this program's CRC16, not from a cluster)\n";
+    ce.counters = {{"cluster_started", 0}};
+    checks = batch::check_lock_keys(nullptr, client, names);
+  }
+  entries.push_back(ce);
+
+  std::cout << "\nour locks' keys for one lock name, as slots (keys one script or command touches together; "
+               "<t> = a waiter's token):\n"
+            << std::left << std::setw(22) << "lock" << std::setw(13) << "name" << std::right << std::setw(6) << "slots"
+            << std::setw(6) << "one?" << "  " << std::left << std::setw(62) << "keys=slot"
+            << (cluster ? "acquire+release on the cluster" : "") << "\n";
+  std::vector<std::string> split;
+  for (const auto& c : checks) {
+    std::cout << std::left << std::setw(22) << c.set.lock << std::setw(13) << c.set.name << std::right << std::setw(6)
+              << c.distinct_slots << std::setw(6) << (c.same_slot ? "yes" : "NO") << "  " << std::left << std::setw(61)
+              << slot_list(c) << " " << (c.live < 0 && !cluster ? "" : c.live_detail) << "\n";
+    if (!c.same_slot) split.push_back(c.set.lock);
+    Entry e;
+    e.name = "scenario_batch/" + c.set.lock + "[" + c.set.name + "]";
+    e.family = family++;
+    e.counters = {{"distinct_slots", double(c.distinct_slots)},
+                  {"same_slot", c.same_slot ? 1.0 : 0.0},
+                  {"keys", double(c.set.keys.size())},
+                  {"live_ok", double(c.live)},
+                  {"slots_from_server", c.from_server ? 1.0 : 0.0}};
+    entries.push_back(e);
+  }
+  std::cout << "(channels: <name>:channel; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
+               "not matter)\n";
+  if (!split.empty()) {
+    std::string list;
+    for (const auto& l : split) list += (list.empty() ? "" : ", ") + l;
+    std::cout << "finding: with an untagged name these spread their keys over several slots, so their scripts "
+                 "get CROSSSLOT on a Redis Cluster: "
+              << list << "; a {hash tag} name (e.g. {orders:42}) puts every key of a lock in one slot\n";
+  }
+  write_json(o.out + "/scenario_batch.json", "scenario_batch", o.mode, entries);
+}
+
 }  // namespace
 }  // namespace locklab::scenarios
 
@@ -823,6 +1007,7 @@ int main(int argc, char** argv) {
     if (o.command == "herd" || o.command == "all") run_herd_scenario(o);
     if (o.command == "stock" || o.command == "all") run_stock_scenario(o);
     if (o.command == "vus_table" || o.command == "all") run_vus_scenario(o);
+    if (o.command == "batch" || o.command == "all") run_batch_scenario(o);
     std::cout << "scenarios " << o.command << ": "
               << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms\n";
     return 0;
