@@ -566,13 +566,30 @@ def plot_frame(df, context, out_dir, floors=None) -> list:
 SCENARIO_BARS = {
     "scenario_coupon": ("phantom_issues", "fence_rejections", "after_sold_out", "lock_timeouts"),
     "scenario_faults": ("violation", "phantom_issues", "fence_rejections", "lock_timeouts"),
+    "scenario_load_test": ("success_rate", "mean_wait_ms", "max_waiters", "capacity_per_min"),
+    "scenario_pool_rejection": ("rejected_tasks", "served_per_second", "redis_cpu_percent", "subscribes"),
 }
+# A scenario's time series (``scenario_load_test/<case>.<impl>/t:<seconds>``,
+# one point per sample) rides in the same file as its table; the bar chart
+# and the summary leave these points out, plot_waiters_over_time draws them.
+SERIES_KNOB = "t"
+
+
+def table_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``df`` that are not time-series samples (see SERIES_KNOB)."""
+    if SERIES_KNOB not in df:
+        return df
+    return df[df[SERIES_KNOB].isna()]
 
 
 def plot_table_suite(df, context, out_dir) -> list:
     """``out_dir/<suite>.png``: bars per implementation for the suite's key
-    counters (see ``SCENARIO_BARS``); ``[]`` if it has no counters."""
+    counters (see ``SCENARIO_BARS``); ``[]`` if it has no counters.  Time
+    series samples (``SERIES_KNOB``) are not bars: they are left out."""
     suite = str(df["suite"].iloc[0])
+    df = table_rows(df)
+    if df.empty:
+        return []
     measured = counter_columns(df)
     wanted = [c for c in SCENARIO_BARS.get(suite, measured[:4]) if c in measured]
     if not wanted:
@@ -598,6 +615,47 @@ def plot_table_suite(df, context, out_dir) -> list:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{suite.replace('/', '_')}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
+
+
+def plot_waiters_over_time(df, context, out_dir) -> list:
+    """``out_dir/<suite>_waiters.png`` for a suite with time-series samples
+    (the load test): per case (the impl's part before its last ``.``), the
+    requests waiting in the lock call against time in the seed's seconds,
+    one line per implementation (solid), and those queued for a free thread
+    (dashed, when any).  ``[]`` when ``df`` has no samples."""
+    if SERIES_KNOB not in df or "lock_waiters" not in df:
+        return []
+    samples = df[df[SERIES_KNOB].notna()]
+    if samples.empty:
+        return []
+    suite = str(df["suite"].iloc[0])
+    cases = list(dict.fromkeys(impl.rpartition(".")[0] or impl for impl in samples["impl"]))
+    apply_style()
+    fig, axes = plt.subplots(1, len(cases), figsize=(5.2 * len(cases) + 0.6, 4.2),
+                             layout="constrained", squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        rows = samples[[(impl.rpartition(".")[0] or impl) == case for impl in samples["impl"]]]
+        for k, impl in enumerate(dict.fromkeys(rows["impl"])):
+            mine = rows[rows["impl"] == impl].sort_values(SERIES_KNOB)
+            x = mine["t_s"] if "t_s" in mine else mine[SERIES_KNOB]
+            colour = OUR_COLOURS[k % len(OUR_COLOURS)]
+            label = impl.rpartition(".")[2] or impl
+            ax.plot(x, mine["lock_waiters"], color=colour, label=f"{label}: waiting for the lock")
+            if "queued" in mine and mine["queued"].fillna(0).max() > 0:
+                ax.plot(x, mine["queued"], color=colour, linestyle="--",
+                        label=f"{label}: queued for a thread")
+        ax.set_title(case)
+        ax.set_xlabel("time (seed seconds)")
+        ax.set_ylabel("requests")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{suite}: waiters over time\n{machine_title(context)}", fontsize=11)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{suite.replace('/', '_')}_waiters.png"
     fig.savefig(path)
     plt.close(fig)
     return [path]
@@ -644,6 +702,7 @@ def plot_results_dir(results_dir, out_dir) -> list:
         paths += plot_process_split(df, context, out_dir)
         if not paths:
             paths = plot_table_suite(df, context, out_dir)
+            paths += plot_waiters_over_time(df, context, out_dir)
         if not paths:
             print(f"{suite}: no waiters axis and no counters, nothing plotted", file=sys.stderr)
         written += paths
@@ -671,8 +730,9 @@ def _rate_cell(rows, divisor=1e6) -> str:
 def summary_table(json_path) -> str:
     """Throughput as a fixed-width text table, impl x waiters, one block per
     knob combination, in M, k or plain ops/s (whichever puts the block's
-    fastest point at >= 1); peers are marked with ``*``."""
-    df = load_suite(json_path)
+    fastest point at >= 1); peers are marked with ``*``.  Time-series
+    samples (``SERIES_KNOB``) are left out."""
+    df = table_rows(load_suite(json_path))
     lines = [f"{df['suite'].iloc[0]} \u2014 {machine_title(load_context(json_path))}"]
     if df["suite"].iloc[0] == PHYSICAL_SUITE and "floor_ns" in df:
         width = max(map(len, df["impl"]))

@@ -323,6 +323,26 @@ class ResultsDirTest(Fixtures):
         self.assertEqual([p.name for p in written], ["scenario_faults.png"])
         self.assertGreater(written[0].stat().st_size, 1000)
 
+    def test_time_series_rows_are_not_bars(self):
+        # The load test: table rows plus samples with a `t:` knob (the
+        # scenario's waiters over time); bars and summary skip the samples.
+        def row(name, **counters):
+            return {"name": f"scenario_load_test/{name}", "run_type": "iteration", "iterations": 1,
+                    "family_index": 0, "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms", **counters}
+        table = [row(f"hold1-10s.{impl}", success_rate=s, mean_wait_ms=w, max_waiters=m, capacity_per_min=10.9)
+                 for impl, s, w, m in (("before", 0.23, 56000, 63), ("after", 0.21, 4279, 6))]
+        series = [row(f"hold1-10s.{impl}/t:{t}", t_s=t + 0.1, lock_waiters=n * t, queued=0, busy_workers=n * t)
+                  for impl, n in (("before", 3), ("after", 1)) for t in range(0, 20, 5)]
+        self.write("r/scenario_load_test.json",
+                   {"context": dict(CONTEXT, locklab_suite="scenario_load_test"), "benchmarks": table + series})
+        written = lp.plot_results_dir(self.tmp / "r", self.tmp / "out")
+        self.assertEqual([p.name for p in written], ["scenario_load_test.png", "scenario_load_test_waiters.png"])
+        df = lp.load_suite(self.tmp / "r" / "scenario_load_test.json")
+        self.assertEqual(lp.table_rows(df)["impl"].tolist(), ["hold1-10s.before", "hold1-10s.after"])
+        summary = lp.summary_table(self.tmp / "r" / "scenario_load_test.json")
+        self.assertNotIn("t=", summary)
+        self.assertEqual(summary.count("hold1-10s.before"), 1)
+
     def test_floor_lines_only_on_lock_suites(self):
         self.assertTrue(lp.wants_floors("locks"))
         self.assertFalse(lp.wants_floors("counters"))
