@@ -115,8 +115,8 @@ void AdaptiveMutex::adapt(bool spin_succeeded, std::uint32_t used) noexcept {
   const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
   // Grow from the budget that was used (a successful probe restarts a
   // budget that had decayed to 0); shrink by at least 1 so it can reach 0.
-  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, used + used / 8 + 1)
-                                            : std::max(policy_.min_spins, b - std::min(b, b / 4 + 1));
+  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, used + used / 4 + 1)
+                                            : std::max(policy_.min_spins, b - std::min(b, b / 8 + 1));
   if (next != b) spin_budget_.store(next, std::memory_order_relaxed);
 }
 
