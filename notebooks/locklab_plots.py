@@ -568,6 +568,8 @@ SCENARIO_BARS = {
     "scenario_faults": ("violation", "phantom_issues", "fence_rejections", "lock_timeouts"),
     "scenario_load_test": ("success_rate", "mean_wait_ms", "max_waiters", "capacity_per_min"),
     "scenario_pool_rejection": ("rejected_tasks", "served_per_second", "redis_cpu_percent", "subscribes"),
+    "scenario_stock": ("final_stock", "lost_updates", "items_per_second", "round_trips_per_task"),
+    "scenario_batch": ("p50_ms", "round_trips_per_fetch", "modelled_ms_at_1ms_rtt", "distinct_slots"),
 }
 # A scenario's time series (``scenario_load_test/<case>.<impl>/t:<seconds>``,
 # one point per sample) rides in the same file as its table; the bar chart
