@@ -119,6 +119,11 @@ class PoissonArrivals {
 // scripts run (EVALSHA + EVAL), SUBSCRIBE / PUBLISH calls.
 struct ServerCounters {
   double calls = 0, cpu = 0, scripts = 0, subscribes = 0, publishes = 0;
+  // What happened between `before` and this reading.
+  ServerCounters since(const ServerCounters& before) const {
+    return {calls - before.calls, cpu - before.cpu, scripts - before.scripts, subscribes - before.subscribes,
+            publishes - before.publishes};
+  }
 };
 inline ServerCounters server_counters(redis::Client& probe) {
   ServerCounters c;
@@ -428,12 +433,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
   const auto t1 = Clock::now();
 
   LoadResult r;
-  r.server = server_counters(probe);
-  r.server.calls -= before.calls;
-  r.server.cpu -= before.cpu;
-  r.server.scripts -= before.scripts;
-  r.server.subscribes -= before.subscribes;
-  r.server.publishes -= before.publishes;
+  r.server = server_counters(probe).since(before);
   r.offered = offered.load();
   r.served = served.load();
   r.timed_out = timed_out.load();

@@ -281,12 +281,7 @@ inline PoolResult run_pool_rejection(redis::Client& client, redis::Client& probe
     r.max_threads = pool.max_threads();
     r.max_queued = static_cast<std::int64_t>(pool.max_queued());
     const auto t1 = Clock::now();
-    r.server = server_counters(probe);
-    r.server.calls -= before.calls;
-    r.server.cpu -= before.cpu;
-    r.server.scripts -= before.scripts;
-    r.server.subscribes -= before.subscribes;
-    r.server.publishes -= before.publishes;
+    r.server = server_counters(probe).since(before);
     r.requests = requests;
     r.served = served;
     r.served_stale = served_stale;
