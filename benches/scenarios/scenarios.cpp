@@ -45,12 +45,11 @@
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
 //
-// Time: the quick set of coupon, faults and herd took 46 s on the 2-core lab
-// machine (68 s while other builds ran beside it); stock and vus_table add
-// 3-7 s and 5-7 s, batch ~4-6 s (a fresh cluster master waits 2 s before it
-// calls itself writable; the rest is the N x GET fetches), load_test ~19 s
-// and pool_rejection ~4 s, each measured while other builds and benchmarks
-// ran (load average 3-8). --full uses 10 runs for every fault, 5 waiter
+// Time: all eight, quick, took 71 s on the idle 2-core lab machine (the
+// reference run): coupon 7 s, faults 22 s, herd 10 s, stock 1 s, vus_table
+// 6 s, batch 2 s (a fresh cluster master waits 2 s before it calls itself
+// writable, so the cluster starts first and settles during part A),
+// load_test 19 s, pool_rejection 5 s. --full uses 10 runs for every fault, 5 waiter
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
 // for pool_rejection (at the seed's own speed).
