@@ -80,13 +80,14 @@
 // update is a racy relaxed load + store (a lost update only makes the budget
 // a bit stale). Growing twice as fast as it shrinks, the budget holds as
 // long as at least ~37% of spins win (1.25^p * 0.875^(1-p) >= 1). That
-// threshold is the point of the asymmetry: with 1 us sections, spins on this
-// VM win about half the time (the rest are missed chances, below), which is
-// still far cheaper than parking (a park costs the releaser a futex_wake
-// and the sleeper ~35 us to run again). The first version grew by 1/8 and
-// shrank by 1/4, which needs ~71% wins: at cs_ns:200 and 1000 the budget
-// decayed to 0, every waiter parked, and the lock ran level with std::mutex
-// while AdaptiveMutex(fixed-100) ran 1.3-1.9x faster. Measured, medians of
+// threshold is the point of the asymmetry: with 200 ns and 1 us sections a
+// spin often loses to a releaser that loops back (a missed chance, below),
+// yet wins often enough to beat parking (a park costs the releaser a
+// futex_wake and the sleeper ~35 us to run again). The first version grew
+// by 1/8 and shrank by 1/4, which needs ~71% wins: at cs_ns:200 and 1000
+// the budget decayed to 0, every waiter parked, and the lock ran level with
+// std::mutex while AdaptiveMutex(fixed-100) ran 1.1-1.6x faster (the
+// previous reference run, cs_ns:1000, 2-64 waiters). Measured, medians of
 // 11 interleaved repetitions, M acquires/s at waiters 2/4/16/64 (each run
 // beside std::mutex, because this VM's clock drifts between runs):
 //   old  cs_ns:1000 .425/.489/.608/.411  std::mutex .432/.505/.516/.457
@@ -96,7 +97,11 @@
 //        cs_ns:200  2.27/2.04/1.88/1.45  std::mutex 1.44/1.36/1.19/1.15
 //        cs_ns:0    27.1/28.2/23.2/16.7  std::mutex 25.6/27.5/23.5/16.9
 // With tiny sections nearly every spin is a short win or a missed chance
-// (both count as failures), so the budget still decays to 0 there.
+// (both count as failures), so the budget mostly decays to 0 there; but in
+// some runs a few longer wins keep it alive (0.2-0.4 polls per acquire
+// instead of ~0), and those runs are the slow ones (the reference run in
+// the README: 25.2/31.0/22.9 M/s against std::mutex's 36.2/48.6/28.9 at
+// 2/4/16 waiters).
 // At budget 0 the lock does not spin at all, except that one
 // contended acquire in kProbeEvery (counted per thread, so that counting
 // touches no shared line) spins kProbeSpins as a probe; a probe that wins
