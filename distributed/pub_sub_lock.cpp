@@ -91,7 +91,7 @@ PubSubLock::~PubSubLock() {
 
 PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::milliseconds lease) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  const auto effective = lease.count() > 0 ? lease : options_.watchdog_lease;
+  const auto effective = effective_lease(lease);
   Reply r = options_.fenced ? client_.eval(kAcquire, {name_, fence_key_},
                                             {std::to_string(effective.count()), owner,
                                              tokens_.count(owner) > 0 ? "0" : "1"})
@@ -123,9 +123,18 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
     // so no re-check is needed after a failure (no round trip either way).
     if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
   }
-  Attempt a = attempt(owner, lease);
-  if (a.acquired) return true;
-  if (!may_wait || Clock::now() >= deadline) return false;
+  Attempt a{false, -1};
+  if (sub && sub->ahead() > 0 && holds_.count(owner) == 0) {
+    // Waiters of this process are queued already: no barging past them
+    // (see "No barging within a process"). Wait for our turn; the wait
+    // bound is our own lease, as if the attempt had found a fresh hold.
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    a.pttl_ms = effective_lease(lease).count();
+  } else {
+    a = attempt(owner, lease);
+    if (a.acquired) return true;
+    if (!may_wait || Clock::now() >= deadline) return false;
+  }
   if (!sub) {
     sub = client_.subscriber().subscribe(channel_, deadline);
     // Subscribed (or out of time): the re-check that catches a release

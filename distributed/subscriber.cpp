@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <list>
 #include <system_error>
 #include <vector>
 
@@ -15,13 +16,25 @@ namespace locklab::redis {
 struct Subscriber::Channel {
   enum class Sent { kNone, kSubscribe, kUnsubscribe };
   std::string name;
-  int refs = 0;               // live Subscriptions
-  std::uint64_t permits = 0;  // wake permits not yet consumed, <= refs
+  int refs = 0;                // live Subscriptions
+  std::list<Member*> members;  // the same, oldest first: who gets the next grant
   Sent last_sent = Sent::kNone;
   int outstanding = 0;  // (UN)SUBSCRIBE commands not yet acknowledged
   bool confirmed = false;
-  std::condition_variable permit_cv;  // members in wait_until
-  std::condition_variable state_cv;   // members waiting for confirmation
+  std::condition_variable state_cv;  // members waiting for confirmation
+
+  // A wake permit for the oldest member without one; false if every member
+  // has one already (each of those leads to an attempt: nothing is lost).
+  bool grant() {
+    for (Member* m : members) {
+      if (!m->granted) {
+        m->granted = true;
+        m->cv.notify_one();
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
 namespace {
@@ -63,7 +76,10 @@ void Subscriber::Subscription::release() noexcept {
     std::lock_guard g(hub_->mu_);
     Channel& ch = *channel_;
     --ch.refs;
-    if (ch.permits > static_cast<std::uint64_t>(ch.refs)) ch.permits = static_cast<std::uint64_t>(ch.refs);
+    ch.members.erase(me_->pos);
+    // A permit this member will never use passes on: the message behind it
+    // still owes the channel one attempt.
+    if (me_->granted) ch.grant();
     last = ch.refs == 0;
   }
   if (last) hub_->wake_reader();
@@ -75,19 +91,18 @@ const std::string& Subscriber::Subscription::channel() const { return channel_->
 
 Subscriber::Wake Subscriber::Subscription::wait_until(Clock::time_point deadline) {
   std::unique_lock g(hub_->mu_);
-  Channel& ch = *channel_;
   for (;;) {
     if (hub_->epoch_ != me_->epoch) return Wake::kReconnected;
     if (me_->poked) {
       me_->poked = false;
       return Wake::kPoked;
     }
-    if (ch.permits > 0) {
-      --ch.permits;
+    if (me_->granted) {
+      me_->granted = false;
       return Wake::kMessage;
     }
     if (Clock::now() >= deadline) return Wake::kTimeout;
-    wait_bounded(ch.permit_cv, g, deadline);
+    wait_bounded(me_->cv, g, deadline);
   }
 }
 
@@ -99,7 +114,7 @@ bool Subscriber::Subscription::resubscribe(Clock::time_point deadline) {
 void Subscriber::Subscription::poke() {
   std::lock_guard g(hub_->mu_);
   me_->poked = true;
-  channel_->permit_cv.notify_all();
+  me_->cv.notify_one();
 }
 
 // --- Subscriber ------------------------------------------------------------
@@ -152,23 +167,25 @@ bool Subscriber::wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Me
   return true;
 }
 
+Subscriber::Subscription Subscriber::enroll(Channel& ch) {
+  Subscription s(this, &ch);
+  s.me_->ahead = static_cast<std::size_t>(ch.refs);
+  ++ch.refs;
+  s.me_->pos = ch.members.insert(ch.members.end(), s.me_.get());
+  return s;
+}
+
 std::optional<Subscriber::Subscription> Subscriber::subscribe(const std::string& channel, Clock::time_point deadline) {
-  Channel* ch = nullptr;
-  {
-    std::lock_guard g(mu_);
-    auto& slot = channels_[channel];
-    if (!slot) {
-      slot = std::make_unique<Channel>();
-      slot->name = channel;
-    }
-    ch = slot.get();
-    ++ch->refs;
+  std::optional<Subscription> s;  // before g: leaving the channel takes mu_, so g must go first
+  std::unique_lock g(mu_);
+  auto& slot = channels_[channel];
+  if (!slot) {
+    slot = std::make_unique<Channel>();
+    slot->name = channel;
   }
-  Subscription s(this, ch);
-  {
-    std::unique_lock g(mu_);
-    if (!wait_confirmed(g, *ch, *s.me_, deadline)) return std::nullopt;
-  }
+  Channel& ch = *slot;
+  s.emplace(enroll(ch));
+  if (!wait_confirmed(g, ch, *s->me_, deadline)) return std::nullopt;
   return s;
 }
 
@@ -176,9 +193,7 @@ std::optional<Subscriber::Subscription> Subscriber::join_if_subscribed(const std
   std::lock_guard g(mu_);
   auto it = channels_.find(channel);
   if (it == channels_.end() || !it->second->confirmed) return std::nullopt;
-  Channel* ch = it->second.get();
-  ++ch->refs;
-  Subscription s(this, ch);
+  Subscription s = enroll(*it->second);
   s.me_->epoch = epoch_;
   return s;
 }
@@ -189,8 +204,10 @@ void Subscriber::connection_lost() {
     ch->confirmed = false;
     ch->last_sent = Channel::Sent::kNone;
     ch->outstanding = 0;
-    ch->permits = 0;
-    ch->permit_cv.notify_all();
+    for (Member* m : ch->members) {
+      m->granted = false;  // every member gets kReconnected and attempts again
+      m->cv.notify_one();
+    }
     ch->state_cv.notify_all();
   }
 }
@@ -310,10 +327,7 @@ void Subscriber::run() {
       Channel& ch = *it->second;
       if (kind == "message") {
         messages_.fetch_add(1, std::memory_order_relaxed);
-        if (ch.permits < static_cast<std::uint64_t>(ch.refs)) {
-          ++ch.permits;
-          ch.permit_cv.notify_one();
-        }
+        ch.grant();
       } else if (kind == "subscribe" || kind == "unsubscribe") {
         if (ch.outstanding > 0) --ch.outstanding;
         ch.confirmed = ch.last_sent == Channel::Sent::kSubscribe && ch.outstanding == 0;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
@@ -187,6 +188,63 @@ TEST_F(PubSubLockTest, ManyWaitersShareOneSubscription) {
   for (auto& w : waiters) w.join();
   EXPECT_EQ(done.load(), 10);
   EXPECT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 0; })) << "the last waiter unsubscribes";
+}
+
+TEST_F(PubSubLockTest, ANewcomerQueuesBehindThisProcesssWaitersWithoutAnAttempt) {
+  PubSubLock lock(client(), key(), leased(20s));
+  lock.lock();
+  std::mutex mu;
+  std::vector<int> order;
+  auto waiter = [&](int id) {
+    if (lock.try_lock_for(10s)) {
+      {
+        std::lock_guard g(mu);
+        order.push_back(id);
+      }
+      lock.unlock();
+    }
+  };
+  std::thread first(waiter, 1);  // attempts, subscribes, re-checks, waits
+  ASSERT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 1 && lock.attempts() == 3; }));
+  std::thread second(waiter, 2);  // joins the live subscription behind `first`
+  ASSERT_TRUE(eventually([&] { return lock.skipped_attempts() == 1; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(lock.attempts(), 3u) << "the second waiter sent no attempt";
+  lock.unlock();  // one message: the oldest waiter's; its release wakes the other
+  first.join();
+  second.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(lock.attempts(), 5u) << "one attempt each after its wake-up";
+  EXPECT_EQ(lock.skipped_attempts(), 1u);
+}
+
+TEST_F(PubSubLockTest, AQueuedNewcomerWaitsNoLongerThanItsLeaseWhenNoMessageComes) {
+  // The holder's lease runs out while it still holds by its own record: the
+  // key expires and nothing is published. The waiter ahead gives up first,
+  // so only the newcomer's own bound (its lease, 1.5 s) wakes it: it takes
+  // the lock then, long before its deadline.
+  PubSubLock lock(client(), key(), leased(1500ms));
+  lock.lock();
+  std::thread listener([&] { EXPECT_FALSE(lock.try_lock_for(1s)); });  // keeps the channel live, then leaves
+  ASSERT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 1 && lock.attempts() == 3; }));
+  std::atomic<bool> got{false};
+  std::atomic<double> waited_ms{0};
+  std::thread newcomer([&] {
+    const auto start = Clock::now();
+    if (lock.try_lock_for(10s)) {
+      waited_ms = ms_since(start);
+      got = true;
+      lock.unlock();
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return lock.skipped_attempts() == 1; }));
+  listener.join();  // after 1 s: only the newcomer listens now
+  newcomer.join();
+  ASSERT_TRUE(got.load());
+  // About 1.5 s (the lease); without the bound it sleeps to its deadline
+  // (10 s) and takes the lock in the last attempt there.
+  EXPECT_LT(waited_ms.load(), 6'000.0) << "the newcomer slept past its lease to its deadline";
+  EXPECT_THROW(lock.unlock(), LockLost);
 }
 
 TEST_F(PubSubLockTest, TheWatchdogKeepsTheLockPastItsLeaseAndStopsAtUnlock) {

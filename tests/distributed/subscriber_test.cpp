@@ -45,6 +45,53 @@ TEST_F(SubscriberTest, APermitThatArrivesBeforeTheWaitIsNotLost) {
   EXPECT_EQ(s->wait_until(Clock::now() + 20ms), Wake::kTimeout);
 }
 
+TEST_F(SubscriberTest, PermitsGoToTheOldestMemberFirstAndALoserKeepsItsPlace) {
+  Subscriber& hub = client().subscriber();
+  const std::string ch = key("channel");
+  auto a = hub.subscribe(ch, Clock::now() + 5s);
+  auto b = hub.join_if_subscribed(ch);
+  auto c = hub.join_if_subscribed(ch);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->ahead(), 0u);
+  EXPECT_EQ(b->ahead(), 1u);
+  EXPECT_EQ(c->ahead(), 2u);
+  auto publish = [&](std::uint64_t nth) {
+    client().command({"PUBLISH", ch, "released"});
+    ASSERT_TRUE(eventually([&] { return hub.messages_received() == nth; }));
+  };
+  // Nobody is waiting: the permits are granted anyway, oldest first.
+  publish(1);
+  EXPECT_EQ(c->wait_until(Clock::now()), Wake::kTimeout);
+  EXPECT_EQ(b->wait_until(Clock::now()), Wake::kTimeout);
+  EXPECT_EQ(a->wait_until(Clock::now()), Wake::kMessage) << "the first to join is served first";
+  // `a` used its permit (say its attempt lost a race): it is still the
+  // oldest, so the next message is its again, not b's.
+  publish(2);
+  EXPECT_EQ(b->wait_until(Clock::now()), Wake::kTimeout);
+  EXPECT_EQ(a->wait_until(Clock::now()), Wake::kMessage);
+  // Two messages: one permit each for the two oldest.
+  publish(3);
+  publish(4);
+  EXPECT_EQ(c->wait_until(Clock::now()), Wake::kTimeout);
+  EXPECT_EQ(a->wait_until(Clock::now()), Wake::kMessage);
+  EXPECT_EQ(b->wait_until(Clock::now()), Wake::kMessage);
+}
+
+TEST_F(SubscriberTest, AMemberLeavingWithAnUnusedPermitPassesItOn) {
+  Subscriber& hub = client().subscriber();
+  const std::string ch = key("channel");
+  auto a = hub.subscribe(ch, Clock::now() + 5s);
+  auto b = hub.join_if_subscribed(ch);
+  ASSERT_TRUE(a && b);
+  std::atomic<bool> woken{false};
+  std::thread waiter([&] { woken = b->wait_until(Clock::now() + 5s) == Wake::kMessage; });
+  client().command({"PUBLISH", ch, "released"});
+  ASSERT_TRUE(eventually([&] { return hub.messages_received() == 1; }));
+  a.reset();  // `a` held the permit (the oldest) and leaves without waiting
+  waiter.join();
+  EXPECT_TRUE(woken.load()) << "the permit died with the member that left";
+}
+
 TEST_F(SubscriberTest, JoiningALiveChannelCostsNothingAndTheLastLeaverUnsubscribes) {
   Subscriber& hub = client().subscriber();
   const std::string ch = key("channel");
