@@ -49,8 +49,8 @@ void wait_bounded(std::condition_variable& cv, std::unique_lock<std::mutex>& g, 
 
 // --- Subscription ----------------------------------------------------------
 
-Subscriber::Subscription::Subscription(Subscriber* hub, Channel* channel)
-    : hub_(hub), channel_(channel), me_(std::make_unique<Member>()) {}
+Subscriber::Subscription::Subscription(Subscriber* hub, Channel* channel, std::unique_ptr<Member> me) noexcept
+    : hub_(hub), channel_(channel), me_(std::move(me)) {}
 
 Subscriber::Subscription::Subscription(Subscription&& other) noexcept
     : hub_(std::exchange(other.hub_, nullptr)),
@@ -168,11 +168,12 @@ bool Subscriber::wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Me
 }
 
 Subscriber::Subscription Subscriber::enroll(Channel& ch) {
-  Subscription s(this, &ch);
-  s.me_->ahead = static_cast<std::size_t>(ch.refs);
+  // The two allocations first: if either throws, the channel is unchanged.
+  auto me = std::make_unique<Member>();
+  me->pos = ch.members.insert(ch.members.end(), me.get());
+  me->ahead = static_cast<std::size_t>(ch.refs);
   ++ch.refs;
-  s.me_->pos = ch.members.insert(ch.members.end(), s.me_.get());
-  return s;
+  return Subscription(this, &ch, std::move(me));
 }
 
 std::optional<Subscriber::Subscription> Subscriber::subscribe(const std::string& channel, Clock::time_point deadline) {

@@ -136,7 +136,7 @@ class Subscriber {
 
    private:
     friend class Subscriber;
-    Subscription(Subscriber* hub, Channel* channel);
+    Subscription(Subscriber* hub, Channel* channel, std::unique_ptr<Member> me) noexcept;
     void release() noexcept;
 
     Subscriber* hub_ = nullptr;
