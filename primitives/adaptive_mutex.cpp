@@ -110,13 +110,24 @@ bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
   return false;
 }
 
-void AdaptiveMutex::adapt(bool spin_succeeded, std::uint32_t used) noexcept {
+void AdaptiveMutex::adapt(SpinOutcome outcome, std::uint32_t used) noexcept {
   if (policy_.kind != SpinPolicy::Kind::kAdaptive) return;
   const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
   // Grow from the budget that was used (a successful probe restarts a
-  // budget that had decayed to 0); shrink by at least 1 so it can reach 0.
-  const std::uint32_t next = spin_succeeded ? std::min(policy_.max_spins, used + used / 4 + 1)
-                                            : std::max(policy_.min_spins, b - std::min(b, b / 8 + 1));
+  // budget that had decayed to 0); shrink by at least 1 so it can reach 0;
+  // halve on a short win (see "Short wins" in the header).
+  std::uint32_t next = b;
+  switch (outcome) {
+    case SpinOutcome::kWon:
+      next = std::min(policy_.max_spins, used + used / 4 + 1);
+      break;
+    case SpinOutcome::kShortWin:
+      next = std::max(policy_.min_spins, b / 2);
+      break;
+    case SpinOutcome::kFailed:
+      next = std::max(policy_.min_spins, b - std::min(b, b / 8 + 1));
+      break;
+  }
   if (next != b) spin_budget_.store(next, std::memory_order_relaxed);
 }
 
@@ -141,8 +152,12 @@ bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline)
       if (!unlimited) spinners_.fetch_sub(1, std::memory_order_relaxed);
       // A win after only a few polls means the holder had barely started:
       // the critical sections are shorter than the hand-off the win just
-      // caused, so it counts against spinning (see "Short wins").
-      adapt(got && spins >= kShortWinPolls, budget);
+      // caused, so it counts against spinning, harder than a failed spin:
+      // it halves the budget (see "Short wins").
+      adapt(!got                      ? SpinOutcome::kFailed
+            : spins < kShortWinPolls  ? SpinOutcome::kShortWin
+                                      : SpinOutcome::kWon,
+            budget);
       if (got) {
         stats_.record_contended_acquire(spins);
         return true;

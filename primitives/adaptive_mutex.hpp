@@ -76,6 +76,7 @@
 // (or useful work) could use. So the budget adapts per lock from history:
 //   - spinning that ended in the lock       -> budget += budget/4 + 1
 //   - spinning that ended in a park         -> budget -= budget/8 + 1
+//   - a short win (see "Short wins")        -> budget /= 2
 // always within [policy.min_spins, policy.max_spins] (default 0..1000). The
 // update is a racy relaxed load + store (a lost update only makes the budget
 // a bit stale). Growing twice as fast as it shrinks, the budget holds as
@@ -96,12 +97,16 @@
 //   new  cs_ns:1000 .567/.563/.592/.497  std::mutex .340/.456/.402/.333
 //        cs_ns:200  2.27/2.04/1.88/1.45  std::mutex 1.44/1.36/1.19/1.15
 //        cs_ns:0    27.1/28.2/23.2/16.7  std::mutex 25.6/27.5/23.5/16.9
-// With tiny sections nearly every spin is a short win or a missed chance
-// (both count as failures), so the budget mostly decays to 0 there; but in
-// some runs a few longer wins keep it alive (0.2-0.4 polls per acquire
-// instead of ~0), and those runs are the slow ones (the reference run in
-// the README: 25.2/31.0/22.9 M/s against std::mutex's 36.2/48.6/28.9 at
-// 2/4/16 waiters).
+// With tiny sections (cs_ns:0) the budget used to stay alive: about 43% of
+// spins won after 8-63 polls, taking the lock while the releaser was inside
+// its futex_wake system call (the word is free for that microsecond); the
+// releaser then came back as a waiter and spun in turn, and the lock
+// ping-ponged between the cores (about half of all spins were short wins,
+// at 120-240 ns a poll). Polls per acquire stayed at 0.3-0.4, and the lock
+// ran up to 11% below std::mutex at 2 and 4 waiters (medians 0.89-1.03 of
+// it in five runs), while park_only() ran 5-25% above it. Short wins now
+// halve the budget (see "Short wins"), which leaves 0.03-0.05 polls per
+// acquire there (mostly probes).
 // At budget 0 the lock does not spin at all, except that one
 // contended acquire in kProbeEvery (counted per thread, so that counting
 // touches no shared line) spins kProbeSpins as a probe; a probe that wins
@@ -113,11 +118,48 @@
 // cycling faster than a cross-core hand-off; polling its line only slows it
 // down, and the miss counts as a failed spin.
 //
-// Short wins: a spin that takes the lock within kShortWinPolls polls also
-// counts as a failure. Winning that fast means the critical section was
-// shorter than the cross-core hand-off the win itself causes (~0.5 us here);
-// a parked waiter would have let the releaser keep the lock on its own core.
-// Only wins after a real wait (the case spinning exists for) grow the budget.
+// Short wins: a spin that takes the lock within kShortWinPolls polls counts
+// against spinning, harder than a failed spin: it halves the budget.
+// Winning that fast means the critical section was shorter than the
+// cross-core hand-off the win itself causes (~0.5 us here); a parked waiter
+// would have let the releaser keep the lock on its own core. Only wins
+// after a real wait (the case spinning exists for) grow the budget. With a
+// trim of 1/8 for a short win (the previous rule) the long wins above kept
+// the budget alive at cs_ns:0; with halving, once more than about a quarter
+// of the spins win short the budget decays even if all the others win long
+// (0.5^q * 1.25^(1-q) < 1 for q > 0.24); at cs_ns:0 about half of them
+// did, while the cs_ns:1000 spins hardly ever win short (1-5% of wins).
+// Measured with the old and new builds side by side: each repetition of
+// each point a separate `bench_locks --benchmark_filter=<point>` process,
+// the points of a round shuffled, the machine first let go idle (another
+// session shares it) every 6 points, and only repetitions with both cores
+// free (cpu_per_wall ~2) kept; 7 repetitions, medians, M acquires/s at
+// waiters 2/4/16/64, ratio to std::mutex in brackets:
+//   cs_ns:0    run 1  old 28.2/24.3/27.8/21.4 (.92/.93/1.04/1.02)
+//                     new 31.7/31.0/31.0/21.7 (1.03/1.19/1.15/1.03)
+//              run 2  old 25.4/23.6/25.8/18.5 (1.03/.95/1.06/1.05)
+//                     new 28.9/27.7/27.1/18.1 (1.18/1.11/1.11/1.02)
+// and with the benches' own interleaving (bench_locks --benchmark_filter=
+// '^locks/(std::mutex|AdaptiveMutex)/waiters:[0-9]+/cs_ns:1000/iter'
+// --benchmark_repetitions=7 --benchmark_enable_random_interleaving=true),
+// two rounds each:
+//   cs_ns:1000 old .554/.555/.616/.488 (1.80/1.22/1.15/1.48)
+//                  .550/.558/.592/.544 (1.76/1.21/1.14/1.60)
+//              new .515/.520/.596/.521 (1.70/1.19/1.18/1.57)
+//                  .532/.564/.588/.525 (1.65/1.26/1.18/1.52)
+// (3-7% less at 2 waiters and 1 us sections, still well above
+// std::mutex). At cs_ns:200 old and new both ran about level with
+// std::mutex, with ratios from 0.73 to 1.97 across rounds and no
+// consistent order between them.
+// Not fixed by this: the VM's two cores are not always equally far apart.
+// A two-thread cache-line round trip, measured before each point in later
+// checks, was mostly 470-530 ns whenever the lock came out ahead as above, and
+// 130-170 ns at other times (presumably the hypervisor moving the vCPUs).
+// In one 5-repetition check in the latter state, std::mutex ran 35.7 and
+// 33.1 M/s at 2 and 16 waiters (cs_ns:0) while this lock ran 21-28 with
+// either rule and even as park_only() (ratios 0.64-0.82); its slow
+// releases woke about twice as often there (0.03-0.04 per acquire, against
+// 0.016-0.02). Compare only runs whose round trip is known.
 // At most kMaxSpinners threads spin on one lock at a time (one less than
 // the cores, at least 1); the rest park at once. With more waiters than
 // cores, a crowd of spinners would otherwise spend whole time slices
@@ -226,8 +268,9 @@ struct SpinPolicy {
   //   floor 0, give up after 1 missed chance, probes:
   //     cs_ns:0    22.3/23.4/27.3/28.5  vs std::mutex 31.0/25.8/26.7/26.1
   //     cs_ns:1000 .94/.90/.99/.79      vs std::mutex .75/.70/.81/.69
-  //   the same plus short wins (< 8 polls) counted as failures (this
-  //   version), medians of 5 interleaved repetitions (add
+  //   the same plus short wins (< 8 polls) counted as failures (they now
+  //   halve the budget: see "Short wins"), medians of 5 interleaved
+  //   repetitions (add
   //   --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true):
   //     cs_ns:0    31.2/31.5/31.0/31.4  vs std::mutex 27.1/28.1/29.0/29.1
   //     cs_ns:1000 .530/.573/.759/.549  vs std::mutex .568/.555/.673/.534
@@ -349,7 +392,9 @@ class AdaptiveMutex {
   bool acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept;
   bool spin(std::uint32_t budget, std::int64_t& spins, bool timed,
             std::chrono::steady_clock::time_point deadline) noexcept;
-  void adapt(bool spin_succeeded, std::uint32_t used) noexcept;
+  // How a spin ended, for the budget (see "The adaptive spin budget").
+  enum class SpinOutcome : std::uint8_t { kWon, kShortWin, kFailed };
+  void adapt(SpinOutcome outcome, std::uint32_t used) noexcept;
   void unlock_slow() noexcept;
   bool claim_handoff_slot() noexcept;
   void wake_one() noexcept;
