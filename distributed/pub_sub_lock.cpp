@@ -124,11 +124,13 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
     if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
   }
   Attempt a{false, -1};
+  bool asked = true;  // a skipper has not asked Redis yet: it must, once, before it gives up
   if (sub && sub->ahead() > 0 && holds_.count(owner) == 0) {
     // Waiters of this process are queued already: no barging past them
     // (see "No barging within a process"). Wait for our turn; the wait
     // bound is our own lease, as if the attempt had found a fresh hold.
     skipped_.fetch_add(1, std::memory_order_relaxed);
+    asked = false;
     a.pttl_ms = effective_lease(lease).count();
   } else {
     a = attempt(owner, lease);
@@ -145,13 +147,14 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
   }
   for (;;) {
     const auto now = Clock::now();
-    if (now >= deadline) return false;
+    if (now >= deadline) return !asked && attempt(owner, lease).acquired;
     auto wake = deadline;
     if (a.pttl_ms >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(a.pttl_ms + 1));
     if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
       if (!sub->resubscribe(deadline)) return attempt(owner, lease).acquired;
     }
     a = attempt(owner, lease);
+    asked = true;
     if (a.acquired) return true;
   }
 }

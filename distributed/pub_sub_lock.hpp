@@ -48,17 +48,19 @@
 // fail (the lock is held: a wasted round trip), and when it would succeed
 // it would be barging: taking the lock in the ~0.1-0.3 ms between a release
 // and the woken waiter's attempt, which sends that waiter back to sleep and
-// at 50 waiters stretched p95 to ~3x p50 in our runs. Why the skip loses no
-// wake-up: the waiters ahead of us joined before their last attempt, so
-// the lock's next release (or a release whose message is in flight) grants
-// a permit to one of them or to us, and every permit leads to an attempt;
-// a permit whose member leaves unused passes on. The one thing the skipper
-// cannot know is a holder's remaining lease (it asked nothing): if the
-// holder dies, publishing nothing, the waiters ahead wake at their PTTL and
-// take the lock, and the skipper's own wait is bounded by the lease its
-// own acquisition would take (its options' lease, or watchdog_lease). A
-// holder in another process still sees newcomers of its own process barge:
-// the queue is per process, as Redisson's is per JVM.
+// at 50 waiters stretched p95 to ~3x p50 in our runs (old: p50 57-60 ms,
+// p95 177-183 ms whenever the CPUs idled). Why the skip loses no wake-up:
+// a release that comes after our join grants a permit to the oldest member
+// without one (us, or one ahead of us), and so does a release whose
+// message is still in flight; every permit leads to an attempt; a member
+// that leaves with an unused permit passes it on; a member whose attempt
+// fails keeps its place for the next release. The lock can be free with
+// no message coming only if a lease ran out (a holder died): the members
+// that attempted wake at the PTTL they were told and take it, and a
+// skipper, which asked nothing, is bounded by the lease its own
+// acquisition would take (its options' lease, or watchdog_lease). Waiters
+// of other processes are not in this queue: their newcomers attempt on
+// arrival and may still barge past ours (FairLock queues across processes).
 //
 // Leases and the watchdog
 // -----------------------

@@ -221,9 +221,9 @@ TEST_F(PubSubLockTest, ANewcomerQueuesBehindThisProcesssWaitersWithoutAnAttempt)
 TEST_F(PubSubLockTest, AQueuedNewcomerWaitsNoLongerThanItsLeaseWhenNoMessageComes) {
   // The holder's lease runs out while it still holds by its own record: the
   // key expires and nothing is published. The waiter ahead gives up first,
-  // so only the newcomer's own bound (its lease, 1.5 s) wakes it: it takes
+  // so only the newcomer's own bound (its lease, 3 s) wakes it: it takes
   // the lock then, long before its deadline.
-  PubSubLock lock(client(), key(), leased(1500ms));
+  PubSubLock lock(client(), key(), leased(3s));
   lock.lock();
   std::thread listener([&] { EXPECT_FALSE(lock.try_lock_for(1s)); });  // keeps the channel live, then leaves
   ASSERT_TRUE(eventually([&] { return numsub(client(), lock.channel()) == 1 && lock.attempts() == 3; }));
@@ -231,7 +231,7 @@ TEST_F(PubSubLockTest, AQueuedNewcomerWaitsNoLongerThanItsLeaseWhenNoMessageCome
   std::atomic<double> waited_ms{0};
   std::thread newcomer([&] {
     const auto start = Clock::now();
-    if (lock.try_lock_for(10s)) {
+    if (lock.try_lock_for(15s)) {
       waited_ms = ms_since(start);
       got = true;
       lock.unlock();
@@ -241,9 +241,9 @@ TEST_F(PubSubLockTest, AQueuedNewcomerWaitsNoLongerThanItsLeaseWhenNoMessageCome
   listener.join();  // after 1 s: only the newcomer listens now
   newcomer.join();
   ASSERT_TRUE(got.load());
-  // About 1.5 s (the lease); without the bound it sleeps to its deadline
-  // (10 s) and takes the lock in the last attempt there.
-  EXPECT_LT(waited_ms.load(), 6'000.0) << "the newcomer slept past its lease to its deadline";
+  // About 3 s (the lease); without the bound it sleeps to its deadline
+  // (15 s) and takes the lock in the last attempt there.
+  EXPECT_LT(waited_ms.load(), 10'000.0) << "the newcomer slept past its lease to its deadline";
   EXPECT_THROW(lock.unlock(), LockLost);
 }
 
