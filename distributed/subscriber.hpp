@@ -21,9 +21,9 @@
 // -----------------------------------------------------
 // A message grants one *wake permit* to the oldest member of the channel
 // that holds none (members are kept in the order they joined), and wakes
-// that member's thread only (a condition variable per member: 50 waiters
-// are not 50 context switches per message on a 2-core machine). It
-// consumes the permit and attempts the lock. If that attempt fails
+// that member's thread (a condition variable per member, so the wake-up
+// reaches the thread the permit is for, and no other). It consumes the
+// permit and attempts the lock. If that attempt fails
 // (another process or a barging newcomer won), the member keeps its place
 // at the front, so the next message is its again: a waiter that loses a
 // race is not sent to the back, which is what bounds the tail latency. Lost
