@@ -27,6 +27,22 @@
 // 0 -> 1, so the word stays 2 while any sleeper may remain; the price is one
 // spurious futex_wake after the last sleeper left (Drepper's trade-off:
 // counting sleepers would cost an atomic per park).
+// Counting sleepers, measured and dropped: a count of the threads inside
+// the park phase's futex_wait (incremented before the call, decremented
+// after it; a release that read 0 after a seq_cst fence skipped futex_wake)
+// saved almost no wakes. Wakes per acquire stayed 0.016-0.023 at cs_ns:0
+// and 0.16-0.42 at cs_ns:200 (without it 0.016-0.025 and 0.11-0.24), and
+// parks per acquire stayed ~0: the releases that wake find a waiter inside
+// the call, whose wait returns at once because the holder has meanwhile
+// released and re-taken the word. The two extra read-modify-writes on the
+// word's line per wait cost about half the throughput at 2 waiters
+// (cs_ns:0: 15.3-18.0 M/s against 28.6-31.4, ratio to std::mutex 0.58-0.73
+// against 1.16-1.23; cs_ns:200: 1.2-1.7 M/s against 2.3-3.6), and a
+// user-space re-check of the word before the call did not change that. Two interleaved rounds of three binaries, each beside
+// std::mutex:
+//   bench_locks --waiters=2,4,16,64 --duration_ms=300
+//     --benchmark_filter='^locks/(std::mutex|AdaptiveMutex)/waiters:[0-9]+/cs_ns:(0|200|1000)/iter'
+//     --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
 //
 // Fairness: barging, bounded by a periodic direct hand-off
 // --------------------------------------------------------
