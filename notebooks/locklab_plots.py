@@ -71,6 +71,12 @@ GBENCH_NAME_PARTS = frozenset({
 # as plain columns (like knobs), never aggregated or plotted.
 PARAMETER_COUNTERS = frozenset({"waiters", "cs_ns", "think_ns"})
 
+# Counters that record how a point was run, not what it measured: aggregated
+# like any counter (median, min, max: a column of the frame) but never drawn
+# or tabulated. The busy-work loop's speed, re-measured before every point
+# whose sections count loop iterations (benches/harness/busy_work.hpp).
+RUN_CONDITION_COUNTERS = frozenset({"busy_work_iterations_per_ns"})
+
 # Counters every suite reports; the rest are "family" counters of the suite.
 THROUGHPUT = "items_per_second"
 COMMON_COUNTERS = ("items_per_second", "ns_per_op", "cpu_per_wall", "fairness")
@@ -222,7 +228,7 @@ def knob_columns(df: pd.DataFrame) -> list:
 
 def counter_columns(df: pd.DataFrame) -> list:
     """Measured counters of ``df``: the common ones first, then the family's."""
-    measured = [c for c in df.columns if f"{c}_min" in df.columns]
+    measured = [c for c in df.columns if f"{c}_min" in df.columns and c not in RUN_CONDITION_COUNTERS]
     common = [c for c in COMMON_COUNTERS if c in measured]
     return common + [c for c in measured if c not in COMMON_COUNTERS]
 

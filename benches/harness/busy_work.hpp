@@ -26,6 +26,21 @@ class BusyWork {
   // costs ~0.25 s. Called by the suite runner before any benchmark.
   static void calibrate();
 
+  // Measures the loop speed again, briefly (20 ms of warm-up, then the same
+  // best-of-9 trials at a tenth of the length; ~22 ms), and uses it from
+  // now on. The suite runner calls it before every point whose sections or
+  // think time count iterations (under kClockCheckedFromNs), because one
+  // calibration per suite run did not hold: a full locks run calibrated at
+  // 1.99 iterations/ns just after a rebuild, its "200 ns" sections then ran
+  // ~105-120 ns for 82 minutes (7.5 M acquires/s at 1 waiter, against 4.0
+  // in a run calibrated at 3.75). Not thread-safe: call it only while no
+  // waiter runs (thread creation then orders the write before every read).
+  // Returns the new iterations per ns.
+  static double recalibrate();
+  // Whether a workload's sections or think time are timed by iteration
+  // count, i.e. depend on the calibration.
+  static bool counts_iterations(std::int64_t ns) noexcept { return ns > 0 && ns < kClockCheckedFromNs; }
+
   // Spins for about `ns` nanoseconds. 0 or less: no-op. Below
   // kClockCheckedFromNs it counts calibrated iterations (no clock read);
   // from there on it also reads the steady clock every ~50 ns of work and

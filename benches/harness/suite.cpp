@@ -40,6 +40,11 @@ void register_point(const std::string& name, const Workload& workload,
                     std::function<ContentionResult(const Workload&)> measure) {
   benchmark::RegisterBenchmark(name.c_str(),
                                [workload, measure](benchmark::State& state) {
+                                 // Before the timed loop, so neither clock counts it.
+                                 if (BusyWork::counts_iterations(workload.cs_ns) ||
+                                     BusyWork::counts_iterations(workload.think_ns)) {
+                                   state.counters["busy_work_iterations_per_ns"] = BusyWork::recalibrate();
+                                 }
                                  for (auto _ : state) {
                                    try {
                                      report_to(state, measure(workload));

@@ -163,6 +163,16 @@ class ParsingTest(Fixtures):
         self.assertAlmostEqual(row["cas_failures_per_op"], 1.0)
         self.assertAlmostEqual(row["cas_failures_per_op_max"], 2.0)
 
+    def test_busy_work_calibration_is_a_column_not_a_counter_panel(self):
+        data = two_knob_values()
+        for i, point in enumerate(data["benchmarks"]):
+            if point["cs_ns"] == 200.0:
+                point["busy_work_iterations_per_ns"] = 3.0 + i
+        df = lp.load_suite(self.write("locks.json", data))
+        self.assertNotIn("busy_work_iterations_per_ns", lp.counter_columns(df))
+        self.assertEqual(lp.family_counters(df), [])
+        self.assertEqual(sorted(df["busy_work_iterations_per_ns"].dropna().tolist()), [5.0, 6.0])
+
     def test_aggregates_only_falls_back_to_median(self):
         data = {"context": CONTEXT, "benchmarks": [
             aggregate("counters/X/waiters:1", "mean", 5e6),

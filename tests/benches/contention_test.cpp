@@ -127,5 +127,16 @@ TEST(BusyWorkTest, CalibrationGivesAPositiveRate) {
   BusyWork::spin_ns(1000);
 }
 
+TEST(BusyWorkTest, RecalibrationReplacesTheRateAndOnlyShortWorkCountsIterations) {
+  const double rate = BusyWork::recalibrate();
+  EXPECT_GT(rate, 0.0);
+  EXPECT_EQ(rate, BusyWork::iterations_per_ns());
+  EXPECT_FALSE(BusyWork::counts_iterations(0));
+  EXPECT_FALSE(BusyWork::counts_iterations(-5));
+  EXPECT_TRUE(BusyWork::counts_iterations(1));
+  EXPECT_TRUE(BusyWork::counts_iterations(BusyWork::kClockCheckedFromNs - 1));
+  EXPECT_FALSE(BusyWork::counts_iterations(BusyWork::kClockCheckedFromNs));
+}
+
 }  // namespace
 }  // namespace locklab::bench
