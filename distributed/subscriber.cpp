@@ -179,12 +179,15 @@ Subscriber::Subscription Subscriber::enroll(Channel& ch) {
 std::optional<Subscriber::Subscription> Subscriber::subscribe(const std::string& channel, Clock::time_point deadline) {
   std::optional<Subscription> s;  // before g: leaving the channel takes mu_, so g must go first
   std::unique_lock g(mu_);
-  auto& slot = channels_[channel];
-  if (!slot) {
-    slot = std::make_unique<Channel>();
-    slot->name = channel;
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) {
+    // Built before it is inserted: if an allocation throws, channels_ holds
+    // no empty slot for the reader thread to dereference.
+    auto fresh = std::make_unique<Channel>();
+    fresh->name = channel;
+    it = channels_.emplace(channel, std::move(fresh)).first;
   }
-  Channel& ch = *slot;
+  Channel& ch = *it->second;
   s.emplace(enroll(ch));
   if (!wait_confirmed(g, ch, *s->me_, deadline)) return std::nullopt;
   return s;
