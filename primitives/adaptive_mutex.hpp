@@ -200,24 +200,26 @@
 // Against std::mutex
 // ------------------
 // The park phase is glibc's own algorithm (std::mutex is Drepper's mutex
-// #3 too), so where spinning does not pay and the budget has decayed to 0
-// this lock runs level with std::mutex, a few percent ahead from the
-// inlined fast path; where spinning pays it runs ahead. Measured as paired
-// ratios (each pair one process running both at one point, 11 pairs per
-// point, the median ratio and a 90% bootstrap interval):
+// #3 too). Where spinning does not pay, the budget decays to 0 and this
+// lock runs level with std::mutex; with tiny sections its inlined fast
+// path (no call into libc, no owner to record) keeps it ahead, 1.13-1.15x
+// even at 1 waiter; where spinning pays it runs further ahead. Measured as
+// paired ratios (each pair one process running both at one point, 11
+// pairs a point; the median ratio and its 90% bootstrap interval):
 //   ./lab compare --reps 11 AdaptiveMutex std::mutex   (and --seed 2)
-// two runs at waiters 1..128: cs_ns:0 1.08-1.19 (15 of 16 points above),
+// Two runs, waiters 1..128: cs_ns:0 1.08-1.19 (15 of 16 points above),
 // cs_ns:1000 1.17-1.64 at 2-128 waiters (all above; 1.00-1.01 at 1),
 // cs_ns:200 0.90-1.17 and abseil's think time 0.99-1.03 (5 and 3 of 16
 // above, the rest level); no point below in either run (the README has
 // the table). Builds without the periodic hand-off, without the budget-0
-// probes, or without both did no better at cs_ns:200 and think time (2, 16,
-// 64, 128 waiters, 8-9 pairs each, interleaved with this build: level at 7
-// of 8 points each, one think-time point 0.6-1.2% below), so neither costs
-// anything measurable there. What keeps this lock
-// level rather than ahead at cs_ns:200 is the churn it shares with glibc
-// (see "Counting sleepers" above): a sleeper's futex_wait returns at once
-// because the holder released and re-took the word meanwhile.
+// probes, or without both did no better at cs_ns:200 and think time (2,
+// 16, 64, 128 waiters, 8-9 pairs each, interleaved with this build: each
+// had one think-time point below, at 0.988-0.994, the rest level or above;
+// this build had none below), so neither costs anything measurable there.
+// What keeps the lock level rather than ahead at cs_ns:200 is the churn it
+// shares with glibc (see "Counting sleepers" above): a sleeper's futex_wait
+// returns at once because the holder released and re-took the word
+// meanwhile.
 //
 // Policies (SpinPolicy) so the locks bench compares them honestly:
 //   adaptive()     the above (default)
