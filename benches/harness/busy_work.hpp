@@ -67,8 +67,9 @@ class BusyWork {
 
  private:
   static void spin_until(std::int64_t ns) noexcept;
-  // Written only by calibrate() before any benchmark thread starts (the
-  // thread start orders it before every read). 1.0 until calibrated.
+  // Written only by calibrate() and recalibrate(), while no waiter thread
+  // runs (a point's threads start after it, which orders the write before
+  // their reads). 1.0 until calibrated.
   static inline double iterations_per_ns_ = 1.0;
 };
 
