@@ -173,9 +173,13 @@ def run(args: argparse.Namespace) -> int:
     if not bench.is_file():
         print(f"paired_compare: no benchmark binary {bench} (build first: ./lab build)", file=sys.stderr)
         return 2
-    common = [f"--waiters={args.waiters}", "--mode=full"]
-    listing = subprocess.run([str(bench), "--benchmark_list_tests", *common], check=True,
-                             capture_output=True, text=True).stdout
+    listed = subprocess.run([str(bench), "--benchmark_list_tests", f"--waiters={args.waiters}", "--mode=full"],
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        print(f"paired_compare: {bench} --benchmark_list_tests failed (exit {listed.returncode}): "
+              f"{listed.stderr.strip()[-300:]}", file=sys.stderr)
+        return 2
+    listing = listed.stdout
     pa, pb = parse_points(listing, args.suite, args.a), parse_points(listing, args.suite, args.b)
     for impl, pts in ((args.a, pa), (args.b, pb)):
         if not pts:
@@ -192,10 +196,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(points)} points x {args.reps} repetitions, about {est / 60:.0f} min", file=sys.stderr)
     order = random.Random(args.seed)
     pairs = []
+    failure = None
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
             for waiters, workload in order.sample(points, len(points)):
                 out = Path(tmp) / "point.json"
+                out.unlink(missing_ok=True)  # never read the previous point's file
                 cmd = [str(bench), f"--waiters={waiters}", f"--duration_ms={args.duration_ms}", "--mode=full",
                        f"--benchmark_filter={point_filter(args.suite, args.a, args.b, waiters, workload)}",
                        f"--benchmark_repetitions={args.inner}", "--benchmark_enable_random_interleaving=true",
@@ -204,20 +210,29 @@ def run(args: argparse.Namespace) -> int:
                 pair = pair_from_json(json.loads(out.read_text()), args.suite, args.a, args.b) \
                     if proc.returncode == 0 and out.exists() else None
                 if pair is None:
-                    print(f"paired_compare: {point_key(waiters, workload)} repetition {rep + 1} gave no pair "
-                          f"(exit {proc.returncode}): {proc.stderr.strip()[-300:]}", file=sys.stderr)
-                    return 1
+                    failure = (f"{point_key(waiters, workload)} repetition {rep + 1} gave no pair "
+                               f"(exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+                    break
                 pairs.append({"point": point_key(waiters, workload), "repetition": rep + 1, **pair})
+            if failure:
+                break
             print(f"  repetition {rep + 1}/{args.reps} done", file=sys.stderr)
+    if failure:
+        # Stop, but keep what was measured: the pairs so far are summarised and
+        # written, marked incomplete.
+        print(f"paired_compare: stopped: {failure}", file=sys.stderr)
     rows = summarise(pairs)
-    print(format_table(args.a, args.b, rows))
-    if args.out:
+    if rows:
+        print(format_table(args.a, args.b, rows))
+    if args.out and pairs:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(
             {"suite": args.suite, "a": args.a, "b": args.b, "reps": args.reps, "inner": args.inner,
              "duration_ms": args.duration_ms, "seed": args.seed, "revision": args.revision,
-             "points": rows, "pairs": pairs}, indent=1) + "\n")
+             "complete": failure is None, "error": failure, "points": rows, "pairs": pairs}, indent=1) + "\n")
         print(f"pairs and summary: {args.out}", file=sys.stderr)
+    if failure:
+        return 1
     return 1 if args.require_not_below and any(r["verdict"] == "below" for r in rows) else 0
 
 

@@ -105,12 +105,19 @@ class StatisticsTest(unittest.TestCase):
 # checking that the filter selects only the point it was asked for.
 FAKE_BENCH = textwrap.dedent("""\
     #!/usr/bin/python3
-    import json, re, sys
+    import json, os, re, sys
     args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
     names = ["locks/%s/waiters:%d/cs_ns:0" % (i, w) for i in ("A", "B") for w in (2, 4)]
     if "--benchmark_list_tests" in sys.argv:
         print("\\n".join(n + "/iterations:1/manual_time" for n in names))
         sys.exit(0)
+    fail_on = os.environ.get("FAKE_FAIL_ON_CALL")  # "N,counter-file": the Nth run exits 1
+    if fail_on:
+        n, counter = fail_on.split(",")
+        calls = int(open(counter).read() or 0) + 1 if os.path.exists(counter) else 1
+        open(counter, "w").write(str(calls))
+        if calls == int(n):
+            sys.exit("fake failure")
     chosen = [n for n in names if re.search(args["--benchmark_filter"], n)]
     if len(chosen) != 2 or not all(n.endswith("waiters:%s/cs_ns:0" % args["--waiters"]) for n in chosen):
         sys.exit("bad filter: " + args["--benchmark_filter"])
@@ -138,6 +145,23 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual([p["point"] for p in doc["points"]], ["waiters:2/cs_ns:0", "waiters:4/cs_ns:0"])
             strict = subprocess.run(cmd + ["--require-not-below"], capture_output=True, text=True)
             self.assertEqual(strict.returncode, 1, strict.stderr)
+
+    def test_a_failing_point_stops_the_run_but_keeps_the_pairs_measured(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bench = Path(tmp) / "bench_locks"
+            bench.write_text(FAKE_BENCH)
+            bench.chmod(bench.stat().st_mode | stat.S_IXUSR)
+            out = Path(tmp) / "out.json"
+            env = {**os.environ, "FAKE_FAIL_ON_CALL": f"3,{tmp}/calls"}
+            r = subprocess.run([sys.executable, str(TOOL), "A", "B", "--bench", str(bench), "--reps", "5",
+                                "--duration_ms", "1", "--out", str(out)], capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("stopped:", r.stderr)
+            self.assertIn("fake failure", r.stderr)
+            doc = json.loads(out.read_text())
+            self.assertFalse(doc["complete"])
+            self.assertEqual(len(doc["pairs"]), 2)
+            self.assertEqual(doc["points"][0]["verdict"], "too few")
 
     def test_unknown_implementation_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as tmp:
