@@ -127,12 +127,18 @@ FAKE_BENCH = textwrap.dedent("""\
 """)
 
 
+def fake_bench(directory):
+    """Writes FAKE_BENCH as an executable bench_locks in `directory`."""
+    bench = Path(directory) / "bench_locks"
+    bench.write_text(FAKE_BENCH)
+    bench.chmod(bench.stat().st_mode | stat.S_IXUSR)
+    return bench
+
+
 class EndToEndTest(unittest.TestCase):
     def test_a_run_against_a_fake_suite(self):
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Path(tmp) / "bench_locks"
-            bench.write_text(FAKE_BENCH)
-            bench.chmod(bench.stat().st_mode | stat.S_IXUSR)
+            bench = fake_bench(tmp)
             out = Path(tmp) / "out"
             cmd = [sys.executable, str(TOOL), "A", "B", "--bench", str(bench), "--reps", "5",
                    "--duration_ms", "1", "--out-dir", str(out)]
@@ -148,9 +154,7 @@ class EndToEndTest(unittest.TestCase):
 
     def test_a_failing_point_stops_the_run_but_keeps_the_pairs_measured(self):
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Path(tmp) / "bench_locks"
-            bench.write_text(FAKE_BENCH)
-            bench.chmod(bench.stat().st_mode | stat.S_IXUSR)
+            bench = fake_bench(tmp)
             out = Path(tmp) / "out.json"
             env = {**os.environ, "FAKE_FAIL_ON_CALL": f"3,{tmp}/calls"}
             r = subprocess.run([sys.executable, str(TOOL), "A", "B", "--bench", str(bench), "--reps", "5",
@@ -165,9 +169,7 @@ class EndToEndTest(unittest.TestCase):
 
     def test_unknown_implementation_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Path(tmp) / "bench_locks"
-            bench.write_text(FAKE_BENCH)
-            bench.chmod(bench.stat().st_mode | stat.S_IXUSR)
+            bench = fake_bench(tmp)
             r = subprocess.run([sys.executable, str(TOOL), "Nope", "B", "--bench", str(bench)],
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 2)
