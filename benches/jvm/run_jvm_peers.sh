@@ -14,6 +14,8 @@
 # machine it does not consider a server (under 2 CPUs or 1792 MB), and a fixed
 # 256 MB heap so that no point pays for the heap growing (nothing here needs
 # more: the counters allocate nothing, the locks only AQS queue nodes).
+# -Dfile.encoding=UTF-8: JDK 17 takes its default charset from the locale, and
+# a bare container has none (JDK 18 made UTF-8 the default).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 jar=${LOCKLAB_BUILD_DIR:-$root/build/release}/benches/jvm/locklab_jvm.jar
@@ -21,4 +23,4 @@ if [ ! -f "$jar" ]; then
   echo "run_jvm_peers.sh: no $jar; build first (./lab build), with a JDK installed" >&2
   exit 2
 fi
-exec java -XX:+UseG1GC -Xms256m -Xmx256m -jar "$jar" "$@"
+exec java -Dfile.encoding=UTF-8 -XX:+UseG1GC -Xms256m -Xmx256m -jar "$jar" "$@"
