@@ -1,9 +1,9 @@
 // Suite `counters`: the four counters of primitives/counter.hpp on the shared
 // contention harness. Every waiter increments one shared counter in a loop.
 //
-// Goals (from the issue; measured, never asserted in tests): on a 2-core
-// machine StripedCounter reaches >= 500 M increments/s at 2+ waiters, i.e.
-// >= 4x FetchAddCounter and >= 5x CasLoopCounter at 64 waiters. Memory goal:
+// Goals (measured, never asserted in tests): on a 2-core machine
+// StripedCounter reaches >= 500 M increments/s at 2+ waiters, i.e. >= 4x
+// FetchAddCounter and >= 5x CasLoopCounter at 64 waiters. Memory goal:
 // StripedCounter stays at one cache line until contended, then one line per
 // hardware thread (see striped_counter.hpp).
 //

@@ -1,6 +1,8 @@
-// Suite `io_bound`: the seeds' virtual-vs-platform-thread experiment in C++.
-// Tasks that spend all their time in blocking I/O (simulated by a sleep) are
-// run by four executors (three kinds), and the question is what each one costs per task
+// Suite `io_bound`: the virtual-vs-platform-thread experiment of the
+// virtual-threads case
+// (docs/case-studies.md#virtual-threads-on-io-bound-work) in C++. Tasks that
+// spend all their time in blocking I/O (simulated by a sleep) are run by four
+// executors (three kinds), and the question is what each one costs per task
 // in throughput, latency, OS threads and memory as concurrency grows.
 //
 // One point
@@ -13,7 +15,7 @@
 // The executor is the `Impl` part of the name, one line apart in the code:
 //   Fibers         a CarrierPool of `carriers` (2) carrier threads; the task
 //                  is a fiber and its I/O is VirtualThread::sleep_for, which
-//                  unmounts it: the seed's virtual threads
+//                  unmounts it: the case study's virtual threads
 //                  (Executors.newVirtualThreadPerTaskExecutor). Stacks are
 //                  Stack::kFixed (64 KiB from malloc), like a virtual
 //                  thread's stack, which is a heap object.
@@ -45,10 +47,10 @@
 // queue, so p95 grows to ~ concurrency / pool x io_ms (400 ms at 200). Fibers
 // do it with `carriers` OS threads; thread-per-task with one OS thread per
 // task in flight, created one after the other by the dispatcher (as an
-// acceptor thread would), which is in the latency and can cap the rate. The seed's
-// JVM run saw virtual 697 req/s vs pool-50 394 req/s, p95 113 vs 365 ms, 29
-// vs 510 live threads (its ramp and its JVM's own threads differ: compare
-// shapes, not numbers).
+// acceptor thread would), which is in the latency and can cap the rate. The
+// original authors' JVM run saw virtual 697 req/s vs pool-50 394 req/s, p95
+// 113 vs 365 ms, 29 vs 510 live threads (its ramp and its JVM's own threads
+// differ: compare shapes, not numbers).
 //
 // What is reported (besides the harness's counters)
 // -------------------------------------------------
@@ -88,9 +90,9 @@
 // Flags besides the suite's (--mode, --duration_ms, --waiters = concurrency
 // levels): --io_ms=N  --carriers=N  --pool=N. Quick mode: concurrency 50,
 // 100, 200, io_ms 20 (the same shape, five times the rate; 200 ms a point:
-// 12 processes, ~4 s). Full: the seed's sizes, io_ms 100, 1 s a point (10
-// I/O times), 5 repetitions interleaved (60 processes, ~75 s). `./lab
-// test`'s smoke run (--duration_ms=100) takes ~3 s.
+// 12 processes, ~4 s). Full: the case study's sizes, io_ms 100, 1 s a point
+// (10 I/O times), 5 repetitions interleaved (60 processes, ~75 s).
+// `./lab test`'s smoke run (--duration_ms=100) takes ~3 s.
 //
 // Failure modes: a thread that cannot be created (ulimit -u, memory) fails
 // the point with the system's message; the tasks already submitted are

@@ -1,9 +1,9 @@
 // local_peers.hpp — the locks other people ship, as thin Lockable adapters,
 // so the `locks` suite measures them on the same harness, the same machine
-// and in the same run as ours (issue "Local contention curves against the
-// peers"). Every adapter offers lock()/unlock(), and try_lock() where the
-// library has one; none adds work on the path the library itself runs,
-// except the per-thread node lookup that the queue locks need (below).
+// and in the same run as ours: local contention curves against the peers.
+// Every adapter offers lock()/unlock(), and try_lock() where the library has
+// one; none adds work on the path the library itself runs, except the
+// per-thread node lookup that the queue locks need (below).
 //
 // The peers and their algorithms
 // ------------------------------

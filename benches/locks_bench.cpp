@@ -6,10 +6,10 @@
 //                                    nothing outside: favours unfair locks,
 //                                    whose holder re-takes the lock on its
 //                                    own core);
-//   cs_ns:200                        a short section, the issue's second
-//                                    size: its ceiling is 1 / 200 ns = 5 M/s
-//                                    minus the lock's own cost, so it shows
-//                                    what a lock adds to real work;
+//   cs_ns:200                        a short section: its ceiling is
+//                                    1 / 200 ns = 5 M/s minus the lock's own
+//                                    cost, so it shows what a lock adds to
+//                                    real work;
 //   cs_ns:1000                       ~1 us of work while holding: long
 //                                    enough that a cross-core hand-off
 //                                    (~0.5 us here) no longer dominates;
@@ -20,13 +20,12 @@
 //                                    constant as threads are added. Ceiling:
 //                                    min(cores, waiters) / (100 ns * waiters).
 //
-// The lessons the curves must show on this lab's 2-core machine (issue
-// "Local locks"): spin locks collapse when waiters outnumber cores (a
-// preempted holder or, for ticket/MCS, a preempted NEXT waiter stalls every
-// spinner for a time slice); park-only pays a system call per hand-off;
-// AdaptiveMutex tracks the better of the two and never falls below
-// std::mutex. Counters per acquire come from each lock's LockStats:
-// contended_acquires, spins, parks, wakes.
+// The lessons the curves must show on this lab's 2-core machine: spin locks
+// collapse when waiters outnumber cores (a preempted holder or, for
+// ticket/MCS, a preempted NEXT waiter stalls every spinner for a time slice);
+// park-only pays a system call per hand-off; AdaptiveMutex tracks the better
+// of the two and never falls below std::mutex. Counters per acquire come from
+// each lock's LockStats: contended_acquires, spins, parks, wakes.
 //
 // Impl names contain no '/' (it would break the point-name grammar
 // `<suite>/<Impl>/waiters:<N>/cs_ns:<v>`); std::mutex starts with "std::" so
@@ -70,7 +69,7 @@ constexpr Shape kShapes[] = {{0, 0}, {200, 0}, {1000, 0}, {0, 100}};
 // The peers would double the suite's quick run time (measured on the lab
 // machine: 141 s of points with every peer everywhere, 77 s of them ours),
 // so in quick mode they run only the tiny sections (cs_ns:0, with and
-// without think time: the workloads the issue's goals are stated on), and
+// without think time: the workloads the lessons at the top are stated on), and
 // the FIFO spin peers (ck.ticket, ck.mcs, ck.clh: no backoff, no yield, no
 // park) stop at 16 waiters: at 64 each of their points takes 4-6 s to
 // drain after its deadline (every hand-off waits for a preempted waiter's
@@ -128,8 +127,9 @@ void register_lock(const SuiteOptions& o, const std::string& impl, QuickCoverage
   register_lock<L>(o, impl, [] { return std::make_unique<L>(); }, quick);
 }
 
-// Semaphore(1) as a lock, the seed's per-key lock: acquire/release under the
-// Lockable names the harness drives.
+// Semaphore(1) as a lock, the per-key lock of the ticket-sale semaphore herd
+// (docs/case-studies.md#semaphore-herd-at-a-ticket-sale): acquire/release under
+// the Lockable names the harness drives.
 class SemaphoreLock {
  public:
   explicit SemaphoreLock(Fairness fairness) : permits_(1, fairness) {}

@@ -1,5 +1,6 @@
 // Suite `pinning`: virtual threads (Boost fibers on a CarrierPool) and what a
-// pinned carrier does to everybody else. The seeds' lesson (JEP 444 / JEP
+// pinned carrier does to everybody else. The lesson of the virtual-threads
+// case (docs/case-studies.md#virtual-threads-on-io-bound-work; JEP 444 / JEP
 // 491): a virtual thread that blocks while holding an OS-level monitor pins
 // its carrier, and when the carriers run out, work that never touches the
 // lock stalls too.
@@ -30,14 +31,14 @@
 // inside the measured window (waits: a carrier blocked waiting for a monitor;
 // holds: a carrier blocked by I/O under a monitor); detector_coverage is
 // detected pinned holds / pinned I/Os performed over the whole run (1.0 = the
-// detector saw every pinned acquisition, the issue's goal); fairness is min /
+// detector saw every pinned acquisition, the goal); fairness is min /
 // max tasks per fiber (0 when some fiber never completed a task).
 //
-// Goals (from the issue; measured, never asserted): FiberMutex bystanders/s
-// within 5% of NoLock's; PinningMonitor bystanders/s collapse, and its
-// lockers/s grow with carriers (1, 2, 4), not with fibers. The research run
-// on the lab machine saw ~48,000/s (NoLock), ~1,500 lockers/s (FiberMutex),
-// bystanders ~50/s (pinned, 2 carriers).
+// Goals (measured, never asserted): FiberMutex bystanders/s within 5% of
+// NoLock's; PinningMonitor bystanders/s collapse, and its lockers/s grow with
+// carriers (1, 2, 4), not with fibers. The research run on the lab machine
+// saw ~48,000/s (NoLock), ~1,500 lockers/s (FiberMutex), bystanders ~50/s
+// (pinned, 2 carriers).
 //
 // One process per point (Boost 1.74's work_stealing trap)
 // -------------------------------------------------------

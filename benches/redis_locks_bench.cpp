@@ -19,7 +19,7 @@
 // a process: 50 waiters in one process are one SUBSCRIBE and one wake-up per
 // release (PubSubLock), or one thread at Redis (GuardedLock); in 50
 // processes they are 50 of each. Quick mode: 1x16, 4x4, 16x1; full: 1x50,
-// 5x10, 50x1 (the issue's goals are at 50 waiters); --split=PxT,... sets it.
+// 5x10, 50x1 (the goals below are at 50 waiters); --split=PxT,... sets it.
 //
 // How a split point runs (one point = P child processes)
 // ------------------------------------------------------
@@ -60,12 +60,13 @@
 //   subscribes_per_acquire            SUBSCRIBE/UNSUBSCRIBE on the pub/sub connection
 //   lost_leases_per_acquire           unlock() found the lease expired (LockLost):
 //                                     the holder was descheduled past its lease
-//                                     (the seed's SpinLock has 100 ms; on a loaded
-//                                     machine it happens). Counted, not fatal; any
-//                                     other exception in a waiter fails the point
+//                                     (the stock test's SpinLock has 100 ms; on a
+//                                     loaded machine it happens). Counted, not
+//                                     fatal; any other exception in a waiter
+//                                     fails the point
 //
 // Implementations (lease 10 s unless said otherwise; hold 1 ms):
-//   SpinLock                the seed's: lease 100 ms, fixed 50 ms retry
+//   SpinLock                the stock test's: lease 100 ms, fixed 50 ms retry
 //   SpinLock(fixed-1ms)     retry every 1 ms
 //   SpinLock(exp-1-64ms)    retry 1, 2, 4 ... 64 ms, jitter 0.5 (exponential backoff)
 //   PubSubLock, AdaptiveLock, FairLock   as in their headers
@@ -75,18 +76,19 @@
 // Peers run by their own scripts on the same kind of server and write the
 // same schema into another file of this suite (benches/peers/README.md).
 //
-// Goals (from the distributed-locks issue; measured here, never asserted):
-// uncontended acquire+release in 2 round trips, p50 <= 0.1 ms warm; at 50
-// waiters PubSubLock >= 650 acquisitions/s with a 1 ms hold, p95 <= 100 ms,
-// <= 3 round trips per acquisition; hand-off p50 <= 5 round trips (pub/sub);
-// FairLock >= 750/s with p95/p50 <= 1.2 and a hand-off in <= 3 round trips.
-// AdaptiveLock keeps the seed's 5 ms spin budget of back-to-back SET NX: at
-// many waiters the budget shrinks to its 0.2 ms floor and it behaves like a
-// PubSubLock whose parked waiters lose races to spinners.
-// SpinLock keeps the seed's fixed 50 ms retry, shown honestly: expect a
-// hand-off of ~interval/2 and a p95 of ~the interval already at 5 waiters.
-// From the contention-curves issue: at 50 waiters (1x50 and 5x10) our best
-// lock >= 2x every library peer on throughput and p95, with <= 1/3 of their
+// Goals (measured here, never asserted): uncontended acquire+release in 2
+// round trips, p50 <= 0.1 ms warm; at 50 waiters PubSubLock >= 650
+// acquisitions/s with a 1 ms hold, p95 <= 100 ms, <= 3 round trips per
+// acquisition; hand-off p50 <= 5 round trips (pub/sub); FairLock >= 750/s
+// with p95/p50 <= 1.2 and a hand-off in <= 3 round trips.
+// AdaptiveLock keeps the 5 ms spin budget of back-to-back SET NX of the k6
+// lock table's adaptive lock: at many waiters the budget shrinks to its
+// 0.2 ms floor and it behaves like a PubSubLock whose parked waiters lose
+// races to spinners.
+// SpinLock keeps the stock test's fixed 50 ms retry, shown honestly: expect
+// a hand-off of ~interval/2 and a p95 of ~the interval already at 5 waiters.
+// Against the library peers: at 50 waiters (1x50 and 5x10) our best lock
+// >= 2x every library peer on throughput and p95, with <= 1/3 of their
 // Redis commands per acquisition; Guarded(...) keeps Redis commands per
 // acquisition flat from 1 to 50 waiters per process.
 //
@@ -247,8 +249,8 @@ const std::vector<LockImpl>& lock_impls() {
     using redis::PubSubLock;
     using redis::SpinLock;
     using namespace std::chrono_literals;
-    SpinLock::Options seed;  // lease 100 ms, fixed 50 ms retry
-    SpinLock::Options fixed1 = seed;
+    SpinLock::Options stock_test;  // the stock test's defaults: lease 100 ms, fixed 50 ms retry
+    SpinLock::Options fixed1 = stock_test;
     fixed1.lease = 10s;
     fixed1.retry_interval = 1ms;
     SpinLock::Options exp = fixed1;
@@ -259,12 +261,12 @@ const std::vector<LockImpl>& lock_impls() {
     exp.jitter = 0.5;
     PubSubLock::Options pubsub;
     pubsub.lease = 10s;
-    AdaptiveLock::Options adaptive;  // the seed's spin budget: 5 ms in [0.2, 20] ms
+    AdaptiveLock::Options adaptive;  // the k6 lock table's spin budget: 5 ms in [0.2, 20] ms
     adaptive.lease = 10s;
     FairLock::Options fair;  // queue_lease 1 s: a waiter refreshes its entry every 333 ms
     fair.lease = 10s;
     return std::vector<LockImpl>{
-        {"SpinLock", plain<SpinLock>(seed)},
+        {"SpinLock", plain<SpinLock>(stock_test)},
         {"SpinLock(fixed-1ms)", plain<SpinLock>(fixed1)},
         {"SpinLock(exp-1-64ms)", plain<SpinLock>(exp)},
         {"PubSubLock", plain<PubSubLock>(pubsub)},
@@ -375,7 +377,7 @@ std::string fresh_name(const std::string& impl) {
 
 // What went wrong in a run, shared by its waiters. A lost lease (unlock()
 // throws LockLost: the holder was descheduled past its lease, which a
-// loaded machine does to the seed's 100 ms) is counted and reported as
+// loaded machine does to the stock test's 100 ms) is counted and reported as
 // lost_leases_per_acquire; any other exception fails the point with its
 // message once the run is over (never std::terminate from a waiter).
 struct Troubles {
@@ -831,7 +833,7 @@ ContentionResult measure_split(const Workload& w, const LockImpl& impl, int proc
 // The latency is the pair's (call to lock() until unlock() returns), so two
 // round trips and no waiting: the floor every curve point sits on.
 //   idle_ms:0   warm: back to back, so the connection, the server and this
-//               core never go quiet (the issue's "p50 <= 0.1 ms warm")
+//               core never go quiet (the goal's "p50 <= 0.1 ms warm")
 //   idle_ms:10  idle: 10 ms of sleep before each pair, long enough for the
 //               VM's vCPU and redis-server to go back to sleep, so each pair
 //               pays the wake-ups a lightly used lock really sees

@@ -1,6 +1,7 @@
-// adaptive_lock.hpp — seed 004's adaptive Redis lock: spin on `SET NX` for
-// a budget learned per key, then sleep on the release channel like
-// PubSubLock. The distributed twin of primitives/adaptive_mutex.hpp.
+// adaptive_lock.hpp — the adaptive Redis lock of the k6 lock table
+// (docs/case-studies.md#the-k6-lock-table): spin on `SET NX` for a budget
+// learned per key, then sleep on the release channel like PubSubLock. The
+// distributed twin of primitives/adaptive_mutex.hpp.
 //
 // The protocol
 // ------------
@@ -30,7 +31,7 @@
 // The spin budget
 // ---------------
 // One budget per lock object (bind one object per key and share it between
-// threads, as with every lock here): Options::initial_spin (5 ms, the seed's
+// threads, as with every lock here): Options::initial_spin (5 ms, the original
 // default) kept within [min_spin, max_spin] = [0.2 ms, 20 ms].
 //   - a spin that ended in the lock after at least one failed SET NX (there
 //     was a wait, and spinning covered it)   -> budget += budget / 4
@@ -55,9 +56,9 @@
 // - Short waits (the holder releases within the budget) cost spinning SETs
 //   but no subscription; long waits cost what PubSubLock's do. No fairness:
 //   a spinner can take the lock from a parked waiter that was woken for it
-//   (that waiter then sleeps until the next release); the seed measured
-//   p95 211 ms at 50 clients against Redisson's 50 ms for this reason, and
-//   5.51 ms (the best) at 5.
+//   (that waiter then sleeps until the next release); the original authors
+//   measured p95 211 ms at 50 clients against Redisson's 50 ms for this
+//   reason, and 5.51 ms (the best) at 5.
 //
 // Outcomes (each tested in tests/distributed/adaptive_lock_test.cpp)
 // --------
@@ -92,7 +93,7 @@
 // NX commands and no counter key exists.
 //
 // When to use it: moderate contention on short critical sections, where most
-// waits end within a few milliseconds (the seed's 5-client case). For many
+// waits end within a few milliseconds (the k6 lock table's 5-client case). For many
 // waiters use PubSubLock (wake-one, no spinning) or FairLock (FIFO).
 #pragma once
 
@@ -109,11 +110,11 @@ namespace locklab::redis {
 class AdaptiveLock {
  public:
   struct Options {
-    std::chrono::milliseconds lease{3'000};  // the seed's lockTtl
+    std::chrono::milliseconds lease{3'000};  // the original lockTtl
     std::chrono::microseconds initial_spin{5'000};
     std::chrono::microseconds min_spin{200};
     std::chrono::microseconds max_spin{20'000};
-    // Sleep between two spinning SET NX (0: back to back, the seed's
+    // Sleep between two spinning SET NX (0: back to back, the original
     // Thread.onSpinWait()). A round trip already takes ~30 us.
     std::chrono::microseconds spin_pause{0};
     // Take a fencing token (INCR <name>:fence) in each successful attempt.

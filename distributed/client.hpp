@@ -27,12 +27,12 @@
 //
 // What it costs
 // -------------
-// command(): one round trip (loopback ~25-40 us warm on the lab machine, see
-// the distributed-locks issue), one pool mutex lock/unlock on each side and
-// the reply's copy into a Reply. eval(): the same after the first call per
-// script (which adds one SCRIPT LOAD). pipeline(): one round trip for a whole
-// batch of commands. round_trips() counts every exchange,
-// so a benchmark can report round trips per lock acquisition.
+// command(): one round trip (loopback ~25-40 us warm on the lab machine), one
+// pool mutex lock/unlock on each side and the reply's copy into a Reply.
+// eval(): the same after the first call per script (which adds one SCRIPT
+// LOAD). pipeline(): one round trip for a whole batch of commands.
+// round_trips() counts every exchange, so a benchmark can report round trips
+// per lock acquisition.
 //
 // Failure modes
 // -------------

@@ -64,7 +64,7 @@
 // fencing protects a resource only if every writer holds a fenced lock.
 //
 // The rule is strict: a write with a token EQUAL to the last accepted one is
-// rejected too (the issue's rule, and the one that makes "one write per
+// rejected too (the lab's rule, and the one that makes "one write per
 // critical section" checkable). A holder that must write several things
 // under one token writes them in one write() (or takes the lock again).
 //

@@ -1,12 +1,14 @@
-// guarded_lock.hpp — the seed's three-stage defence (seed 000) around any
+// guarded_lock.hpp — the three-stage defence of the ticket-sale semaphore
+// herd (docs/case-studies.md#semaphore-herd-at-a-ticket-sale) around any
 // distributed lock or the PermitSemaphore: shed load in the process before
 // it reaches Redis.
 //
 // Why it exists
 // -------------
-// Seed 000 put a Redisson RPermitExpirableSemaphore(1) in front of a slow
-// resource and called it from 64 I/O threads with a 60 s wait. Three things
-// went wrong, each fixed by one stage here:
+// In the ticket-sale semaphore herd, a service put a Redisson
+// RPermitExpirableSemaphore(1) in front of a slow resource and called it from
+// 64 I/O threads with a 60 s wait. Three things went wrong, each fixed by one
+// stage here:
 //   1. every request sent trySetPermits(1) (a Lua script) to Redis;
 //   2. on every release, every waiting thread of every process woke and ran
 //      the acquire script; one won, the rest burned Redis CPU (the herd);
@@ -25,7 +27,7 @@
 //                                                 stage 2 that finds the key
 //                                                 missing from the cache
 //     4. the distributed acquire until deadline   i.e. with wait - time spent
-//                                                 in stage 2 (the seed's
+//                                                 in stage 2 (the original
 //                                                 `remaining = wait - elapsed`)
 //   release (Guard::release or ~Guard): the distributed release, then the
 //   local permit, then the ticket: reverse order, on every path. If any

@@ -7,10 +7,11 @@
 // unlock(), the owner-checked release script finds the key gone or owned by
 // someone else, deletes nothing, and unlock() throws LockLost instead of
 // returning normally. Swallowing this is a bug: between the expiry and now
-// another client may have been inside the same critical section (the seed
-// 004 coupon experiment: 3 phantom issues from exactly this). The cure is a
-// fencing token checked by the resource (a later issue), or a lease longer
-// than any critical section (PubSubLock's watchdog).
+// another client may have been inside the same critical section (the coupon
+// sale, docs/case-studies.md#clock-drift-and-fencing-at-a-coupon-sale: 3
+// phantom issues from exactly this). The cure is a fencing token checked by
+// the resource (fencing.hpp), or a lease longer than any critical section
+// (PubSubLock's watchdog).
 //
 // After LockLost the lock object's local state says "not held by this
 // thread", so the thread may lock() again. `taken_by_other()` tells whether

@@ -71,7 +71,7 @@
 // UNSUBSCRIBE when the last leaves), and one attempt per wake-up. Every
 // process that waits gets every message: with P processes each holding W
 // waiters, a release wakes P waiters (one per process) of which one wins —
-// the herd the GuardedLock of this issue flattens.
+// the herd that GuardedLock (guarded_lock.hpp) flattens.
 #pragma once
 
 #include <atomic>

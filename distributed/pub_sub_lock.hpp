@@ -20,7 +20,7 @@
 //      connection (Subscriber) and waits for the server's confirmation,
 //   3. attempts AGAIN (the re-check after subscribing: a release between 1
 //      and 2 published to nobody and would otherwise be noticed only when
-//      the lease ran out, the Redisson failure named in the issue),
+//      the lease ran out, a known Redisson failure),
 //   4. sleeps until a release message or the holder's remaining lease (the
 //      PTTL from the last attempt: a crashed holder publishes nothing), or
 //      the caller's deadline; attempts again; repeat.
@@ -30,15 +30,15 @@
 // them are waiting, it skips step 1 too (below).
 //
 // Wake-one: a release message wakes ONE local waiter (Subscriber's wake
-// permits, oldest waiter first), not all of them; if it loses the race (to
-// a waiter of another process, or to a newcomer that found no queue), it
-// keeps its place and the winner's release will publish again. That is
-// the herd of seed 000 gone (every waiter ran the script on every release:
-// the naive pub/sub in the issue measured 27-28 round trips per
-// acquisition at 50 waiters). Per contended acquisition: one successful
-// attempt after a wake-up and one release = 2 round trips, plus one failed
-// arrival attempt for a waiter that arrives when no waiter of its process
-// is queued (3 in all; a lone waiter per process, e.g. 50 processes of 1).
+// permits, oldest waiter first), not all of them; if it loses the race (to a
+// waiter of another process, or to a newcomer that found no queue), it keeps
+// its place and the winner's release will publish again. That is the
+// ticket-sale semaphore herd gone (every waiter ran the script on every
+// release: a naive pub/sub measured 27-28 round trips per acquisition at 50
+// waiters). Per contended acquisition: one successful attempt after a wake-up
+// and one release = 2 round trips, plus one failed arrival attempt for a
+// waiter that arrives when no waiter of its process is queued (3 in all; a
+// lone waiter per process, e.g. 50 processes of 1).
 //
 // No barging within a process
 // ---------------------------
@@ -85,10 +85,10 @@
 // - unlock() after the lease expired (the field is gone): LockLost;
 //   taken_by_other() when another owner holds the key now. This thread's
 //   holds are all forgotten.
-// - try_lock(), try_lock_for(<= 0), a past try_lock_until: one attempt and
-//   no subscription at all (no SUBSCRIBE is ever sent: seed 003's cure for
-//   an exhausted worker pool). A false return from a timed try comes no
-//   earlier than the deadline.
+// - try_lock(), try_lock_for(<= 0), a past try_lock_until: one attempt and no
+//   subscription at all (no SUBSCRIBE is ever sent: the drained thread pool's
+//   cure for an exhausted worker pool). A false return from a timed try comes
+//   no earlier than the deadline.
 // - Redis unreachable, killed or restarted: the attempt or the
 //   re-subscription throws redis::Error within the Client's timeouts; a
 //   waiter never sleeps past its deadline or the holder's lease.
@@ -182,10 +182,10 @@ class PubSubLock {
   // watchdog), Redisson's tryLock(wait, lease, unit).
   bool try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease);
 
-  // Seed 003's tryLockAsync(wait, lease): returns at once; the future
-  // becomes true when the calling thread owns the lock, false when `wait`
-  // ran out (wait <= 0: a single attempt, no subscription), or holds the
-  // redis::Error. See the essay for threads and ownership.
+  // The drained thread pool's tryLockAsync(wait, lease): returns at once; the
+  // future becomes true when the calling thread owns the lock, false when
+  // `wait` ran out (wait <= 0: a single attempt, no subscription), or holds
+  // the redis::Error. See the essay for threads and ownership.
   std::future<bool> try_lock_async(std::chrono::milliseconds wait, std::chrono::milliseconds lease);
 
   // Pre: held by this thread. Decrements; at zero deletes and publishes.

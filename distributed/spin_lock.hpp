@@ -1,5 +1,6 @@
-// spin_lock.hpp — the Lettuce-style Redis lock of seed 001: `SET name token
-// NX PX lease`, and if that fails, sleep and try again.
+// spin_lock.hpp — the Lettuce-style Redis lock of the stock test
+// (docs/case-studies.md#stock-test-under-a-polling-lock): `SET name token NX
+// PX lease`, and if that fails, sleep and try again.
 //
 // The protocol
 // ------------
@@ -19,20 +20,22 @@
 //   whatever happens to the holder (no watchdog here). A critical section
 //   longer than the lease is NOT protected: unlock() then reports LockLost.
 // - Uncontended cost: exactly 2 round trips per lock/unlock pair.
-// - No fairness and no wake-up: a waiter learns of a release only at its
-//   next poll. With the seed's fixed 50 ms interval the hand-off gap is
-//   about interval/2 on average and up to one interval; at 5 waiters the
-//   seed measured p95 103.67 ms (vs 6.97 ms with Redisson's pub/sub), and at
-//   50 waiters 2.61 s. Polling also costs Redis one SET per waiter per
-//   interval whether or not the lock is free. This lock exists to show that.
+// - No fairness and no wake-up: a waiter learns of a release only at its next
+//   poll. With the stock test's fixed 50 ms interval the hand-off gap is
+//   about interval/2 on average and up to one interval; in the k6 lock table
+//   (docs/case-studies.md#the-k6-lock-table; polling every 100 ms) the
+//   original authors measured p95 103.67 ms at 5 waiters (vs 6.97 ms with
+//   Redisson's pub/sub), and 2.61 s at 50 waiters. Polling also costs Redis
+//   one SET per waiter per interval whether or not the lock is free. This
+//   lock exists to show that.
 //
-// The seed's parameters (Options defaults): lease 100 ms (10 ms DB work +
-// 3 ms network + 87 ms buffer), retry every 50 ms (lease/2); its cap of 80
+// The stock test's parameters (Options defaults): lease 100 ms (10 ms DB work
+// + 3 ms network + 87 ms buffer), retry every 50 ms (lease/2); its cap of 80
 // tries / 4 s is `try_lock_for(4s)`. Exponential backoff (Backoff::
-// kExponential): 100, 150, 225 ... ms (retry_interval x multiplier^k),
-// capped at max_interval (1 s); `jitter` in [0, 1] shortens each sleep by a
-// random fraction of up to `jitter` (0.5: sleep between interval/2 and
-// interval), which de-synchronises waiters that started together.
+// kExponential): 100, 150, 225 ... ms (retry_interval x multiplier^k), capped
+// at max_interval (1 s); `jitter` in [0, 1] shortens each sleep by a random
+// fraction of up to `jitter` (0.5: sleep between interval/2 and interval),
+// which de-synchronises waiters that started together.
 //
 // Outcomes (each tested in tests/distributed/spin_lock_test.cpp)
 // --------

@@ -1,6 +1,7 @@
-// fiber_semaphore.hpp — a counting semaphore for fibers: the guard the seeds put
-// in front of a scarce resource ("a DB pool of 50 in front of unbounded
-// virtual threads": do not pool virtual threads, bound the resource).
+// fiber_semaphore.hpp — a counting semaphore for fibers: the guard the
+// virtual-threads case puts in front of a scarce resource ("a DB pool of 50
+// in front of unbounded virtual threads": do not pool virtual threads, bound
+// the resource; docs/case-studies.md#virtual-threads-on-io-bound-work).
 //
 // acquire() takes one of `permits`; when none is left the caller waits, per
 // the waiting policy: by default the *fiber* suspends (ParkFiber), so ten
@@ -8,9 +9,9 @@
 // and no carrier. With ParkCarrier every waiter blocks its carrier: two
 // waiters on two carriers stop the whole pool, which is why
 // java.util.concurrent.Semaphore parks (unmounts) a virtual thread.
-// There is no owner: any fiber or thread may release (the seeds' reason to
-// prefer a semaphore when acquire and release run on different threads), so
-// holding a permit never pins.
+// There is no owner: any fiber or thread may release (the reason the
+// ticket-sale semaphore herd preferred a semaphore: its acquire and release
+// ran on different threads), so holding a permit never pins.
 //
 // The algorithm
 // -------------

@@ -28,7 +28,7 @@
 // Only these instrumented park points are seen, exactly as the JVM sees only
 // its own park points: a fiber that calls std::mutex::lock or ::read() blocks
 // its carrier invisibly. Unlike JFR there is no duration threshold: every
-// occurrence counts (the goal: "reports every pinned acquisition").
+// occurrence counts (the goal: "reports every pinned acquisition").
 //
 // What it costs
 // -------------

@@ -218,7 +218,7 @@
 // even at 1 waiter; where spinning pays it runs further ahead. Measured as
 // paired ratios (each pair one process running both at one point, 11
 // pairs a point; the median ratio and its 90% bootstrap interval):
-//   ./lab compare --reps 11 AdaptiveMutex std::mutex   (and --seed 2)
+//   ./lab compare --reps 11 AdaptiveMutex std::mutex   (and --seed=2)
 // Two runs, waiters 1..128: cs_ns:0 1.08-1.19 (15 of 16 points above),
 // cs_ns:1000 1.17-1.64 at 2-128 waiters (all above; 1.00-1.01 at 1),
 // cs_ns:200 0.90-1.17 and abseil's think time 0.99-1.03 (5 and 3 of 16

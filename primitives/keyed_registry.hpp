@@ -1,19 +1,19 @@
 // keyed_registry.hpp — one shared instance per key, created on first use and
-// reclaimed when the last user lets go: the seed's
+// reclaimed when the last user lets go: the ticket-sale semaphore herd's
 // `ConcurrentHashMap.computeIfAbsent(key) { Semaphore(1) }`, without its
-// memory leak.
+// memory leak (docs/case-studies.md#semaphore-herd-at-a-ticket-sale).
 //
 // Why it exists
 // -------------
-// The seed kept a per-key Semaphore (and a per-key waiter counter) in a
-// ConcurrentHashMap so that all requests for one lock key in a process share
-// one local gate. computeIfAbsent (not putIfAbsent) mattered there: the
-// factory runs only for the first caller, so exactly one instance per key
-// exists and no throw-away instances are built under races. But nothing
-// ever removed an entry: a service that locks on "order:<id>" adds one
-// semaphore per order it ever saw, forever. KeyedRegistry keeps the
-// one-instance-per-key guarantee and removes an entry as soon as no handle
-// to it is left.
+// The service of that case study kept a per-key Semaphore (and a per-key
+// waiter counter) in a ConcurrentHashMap so that all requests for one lock
+// key in a process share one local gate. computeIfAbsent (not putIfAbsent)
+// mattered there: the factory runs only for the first caller, so exactly one
+// instance per key exists and no throw-away instances are built under races.
+// But nothing ever removed an entry: a service that locks on "order:<id>"
+// adds one semaphore per order it ever saw, forever. KeyedRegistry keeps the
+// one-instance-per-key guarantee and removes an entry as soon as no handle to
+// it is left.
 //
 //     KeyedRegistry<Semaphore> local_locks;
 //     std::shared_ptr<Semaphore> s = local_locks.acquire(key, 1);  // Semaphore(1)

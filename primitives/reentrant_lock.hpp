@@ -42,16 +42,16 @@
 // std::unique_lock (with a timeout too) and std::scoped_lock work.
 //
 // Thread identity. Ownership is the identity of the *OS thread*
-// (std::thread::id). Anything that moves a logical task between threads
-// while it holds the lock breaks this: a fiber or coroutine that locks on
-// one carrier thread, suspends, and resumes on another would have its
-// unlock() refused (or worse, a different task scheduled onto the first
-// thread would be let in as a reentrant "owner"). That is why the seed used
-// a Semaphore where acquire and release ran on different threads, and it is
-// the subject of the fibers issue (locks that name a fiber, not a thread,
-// as their owner). A thread that exits while holding the lock leaves it
-// locked forever (as in Java); since the OS may reuse a dead thread's id, a
-// later thread could even appear to own it. Do not do that.
+// (std::thread::id). Anything that moves a logical task between threads while
+// it holds the lock breaks this: a fiber or coroutine that locks on one
+// carrier thread, suspends, and resumes on another would have its unlock()
+// refused (or worse, a different task scheduled onto the first thread would
+// be let in as a reentrant "owner"). That is why the service of the
+// ticket-sale semaphore herd used a Semaphore where acquire and release ran
+// on different threads, and it is the subject of fibers/ (locks that name a
+// fiber, not a thread, as their owner). A thread that exits while holding the
+// lock leaves it locked forever (as in Java); since the OS may reuse a dead
+// thread's id, a later thread could even appear to own it. Do not do that.
 //
 // Conditions. `ReentrantLock::Condition c = lock.new_condition();` (or
 // `ReentrantLock::Condition c(lock);`) is java.util.concurrent's Condition:

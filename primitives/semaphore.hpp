@@ -8,10 +8,12 @@
 // release(n) gives n permits back (wakes whoever they are enough for). The
 // permits are just a number: there is no record of who took them, so
 //
-//   * any thread may release, including one that never acquired (the seed's
-//     reason for choosing a Semaphore over a ReentrantLock: its request was
-//     acquired in an AOP advice on one thread and released in a coroutine's
-//     `finally` on another, and a ReentrantLock would refuse that unlock);
+//   * any thread may release, including one that never acquired (the reason
+//     the service of the ticket-sale semaphore herd chose a Semaphore over a
+//     ReentrantLock (docs/case-studies.md#semaphore-herd-at-a-ticket-sale):
+//     its request was acquired in an AOP advice on one thread and released in
+//     a coroutine's `finally` on another, and a ReentrantLock would refuse
+//     that unlock);
 //   * nothing stops a thread from releasing permits it never took (the count
 //     just grows); guard against that in the caller if it matters.
 //
@@ -67,9 +69,10 @@
 // - To cap how many threads do something at once (a pool of N connections:
 //   Semaphore(N)), or to give one thread's release to another thread.
 // - As a lock whose acquire and release may run on different threads (the
-//   seed's per-key Semaphore(1)). If the same thread always releases, prefer
-//   ReentrantLock: it catches an unlock by the wrong thread, which a
-//   Semaphore cannot (it has no idea who "the wrong thread" is).
+//   ticket-sale semaphore herd's per-key Semaphore(1)). If the same thread
+//   always releases, prefer ReentrantLock: it catches an unlock by the wrong
+//   thread, which a Semaphore cannot (it has no idea who "the wrong thread"
+//   is).
 //
 // What it costs
 // -------------
@@ -95,15 +98,16 @@
 // A compare-exchange on the whole word fails if either part changed.
 //
 // The waiter queue is a doubly linked list of nodes on the waiting threads'
-// stacks, in arrival order, guarded by a tiny test-and-test-and-set spin
-// lock (`queue_lock_`; held only for a few pointer moves, never across a
-// system call; it yields to the scheduler after 64 polls so a preempted
-// holder does not make 2 cores spin a whole time slice). Each node carries
-// its own 32-bit futex word, so a release wakes exactly the thread it means
-// to wake, never a herd (the seed's problem 2, the thundering herd, avoided
-// by construction). This is the shape of Java's AbstractQueuedSynchronizer
-// (a state word plus a FIFO queue of parked threads), with the CLH-style
-// lock-free queue replaced by a spin-locked list that is easier to read.
+// stacks, in arrival order, guarded by a tiny test-and-test-and-set spin lock
+// (`queue_lock_`; held only for a few pointer moves, never across a system
+// call; it yields to the scheduler after 64 polls so a preempted holder does
+// not make 2 cores spin a whole time slice). Each node carries its own 32-bit
+// futex word, so a release wakes exactly the thread it means to wake, never a
+// herd (problem 2 of the ticket-sale semaphore herd, the thundering herd,
+// avoided by construction). This is the shape of Java's
+// AbstractQueuedSynchronizer (a state word plus a FIFO queue of parked
+// threads), with the CLH-style lock-free queue replaced by a spin-locked list
+// that is easier to read.
 //
 // Fair mode hands off: release() adds its permits and then, under the queue
 // lock, grants them to the head waiters while they fit (subtracting their

@@ -1,17 +1,18 @@
-// waiter_gate.hpp — the seed's `maxWaiters` fast-fail: let at most N
+// waiter_gate.hpp — the `maxWaiters` fast-fail of the ticket-sale semaphore
+// herd (docs/case-studies.md#semaphore-herd-at-a-ticket-sale): let at most N
 // requests wait for a resource, and turn the (N+1)-th away at once instead
 // of letting it queue.
 //
 // Why it exists
 // -------------
-// In the seed (000), every request for a hot key queued on a lock with a
-// 60 s wait. Requests arrived faster than the lock could serve them, so the
-// queue grew until all 64 I/O threads were blocked in it and the service
-// stopped. Refusing early — "too many are already waiting, don't even queue"
-// — turned that into a bounded queue plus fast failures (max concurrent
-// waiters 64+ -> 1..6 in the seed's load tests). Put a WaiterGate in front of
-// the wait, per key (a KeyedRegistry<WaiterGate>), and hold its ticket while
-// waiting for and using the resource:
+// In the ticket-sale semaphore herd, every request for a hot key queued on a
+// lock with a 60 s wait. Requests arrived faster than the lock could serve
+// them, so the queue grew until all 64 I/O threads were blocked in it and the
+// service stopped. Refusing early — "too many are already waiting, don't even
+// queue" — turned that into a bounded queue plus fast failures (max
+// concurrent waiters 64+ -> 1..6 in the case study's load tests). Put a
+// WaiterGate in front of the wait, per key (a KeyedRegistry<WaiterGate>), and
+// hold its ticket while waiting for and using the resource:
 //
 //     auto ticket = gate.try_enter();
 //     if (!ticket) return Busy;                 // fail fast
@@ -32,13 +33,13 @@
 // retry while others keep changing the count (each retry means another
 // thread's enter or leave succeeded).
 //
-// The seed's version, and by how much it is approximate
-// -----------------------------------------------------
-// The seed did `if (count.incrementAndGet() > max) { count.decrementAndGet();
-// fail }`: one fetch_add instead of a compare-exchange loop, which can never
-// retry. Its author wrote that "+1..2 may pass" under races. Worked out
-// exactly, with R threads racing through the increment-check-decrement
-// window at once:
+// The case study's version, and by how much it is approximate
+// -----------------------------------------------------------
+// The case study did
+// `if (count.incrementAndGet() > max) { count.decrementAndGet(); fail }`:
+// one fetch_add instead of a compare-exchange loop, which can never retry.
+// Its authors wrote that "+1..2 may pass" under races. Worked out exactly,
+// with R threads racing through the increment-check-decrement window at once:
 // - It never admits too many: a thread is admitted only if the value its own
 //   increment produced was <= max, and that value counts every admitted
 //   ticket still outstanding, so admitted <= max always. (The "+1..2" fear
@@ -56,7 +57,7 @@
 //   errs by one or two refusals at the limit, but there is no hard bound.
 // - waiting() can read above max: up to max + R (the transient increments of
 //   the R failing racers).
-// For the seed's purpose both errors are harmless (the limit is a rough
+// For the case study's purpose both errors are harmless (the limit is a rough
 // load-shedding threshold). The compare-exchange loop here costs the same
 // one atomic RMW when uncontended, and gives the exact bound above, which a
 // test can check and a student can rely on; so locklab uses it.

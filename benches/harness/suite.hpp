@@ -1,5 +1,5 @@
 // suite.hpp — turns contention runs into Google Benchmark entries, so every
-// suite writes the one JSON schema of ARCHITECTURE.md and `compare.py` from
+// suite writes the one JSON schema of docs/architecture.md and `compare.py` from
 // libbenchmark-tools can diff two runs.
 //
 // Each point is a Google Benchmark with exactly one iteration and manual

@@ -13,7 +13,8 @@ only knob that matters under contention being the poll interval:
 - ``python-redis.Lock(sleep=100ms)``: the default (``sleep=0.1``);
 - ``python-redis.Lock(sleep=1ms)``.
 
-redis-py's Lock is the seed's Lettuce-style spin lock: ``SET NX PX`` and, on
+redis-py's Lock is the stock test's Lettuce-style spin lock
+(docs/case-studies.md#stock-test-under-a-polling-lock): ``SET NX PX`` and, on
 failure, ``time.sleep(sleep)``; release is a compare-and-delete Lua script
 (EVALSHA).  Lease (``timeout``) 10 s, ``thread_local=True`` (one Lock object
 shared by the threads of a process, a token per thread, as the library

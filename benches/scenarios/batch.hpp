@@ -1,12 +1,12 @@
-// batch.hpp — seed 004's "MGET vs N x GET" as a reusable engine, plus the
-// Redis Cluster rule that comes with it (multi-key commands need one hash
-// slot) checked against our own locks' keys. Header-only so that
-// benches/scenarios (`scenarios batch`, the table) and
-// tests/distributed/batch_scenario_test.cpp (the invariants) run the same
+// batch.hpp — MGET vs a GET loop (docs/case-studies.md#mget-vs-a-get-loop) as
+// a reusable engine, plus the Redis Cluster rule that comes with it
+// (multi-key commands need one hash slot) checked against our own locks'
+// keys. Header-only so that benches/scenarios (`scenarios batch`, the table)
+// and tests/distributed/batch_scenario_test.cpp (the invariants) run the same
 // code.
 //
-// What the seed measured
-// ----------------------
+// What the original authors measured
+// ----------------------------------
 // 1,000 cached keys read over a real network: one GET per key, each waiting
 // for its reply, peaked at 1.7-4.0 s; one MGET, a pipeline or a batch call
 // took 16-32 ms. Its lesson: the cost is round trips, not Redis. Redis does
@@ -26,7 +26,7 @@
 // Round trips are counted (Client::round_trips() before and after a fetch),
 // not assumed; the server's commands and CPU per fetch come from INFO,
 // outside the timed region. Loopback costs ~20-50 us a round trip, not the
-// seed's milliseconds, so our N x GET takes tens of ms, not seconds; the
+// original milliseconds, so our N x GET takes tens of ms, not seconds; the
 // ratio is smaller, the cause the same. There is no delay hook in the client
 // layer (and adding one to every command would be a change to the locks'
 // client, not to this scenario), so instead of injecting latency we state
@@ -35,7 +35,7 @@
 // where RTT is measured (PING, p50) and the work is what remains of the
 // measured p50 after the loopback round trips. The table's "model at 1 ms
 // RTT" column is that line evaluated at a 1 ms network round trip; the
-// seed's 1.7-4.0 s for 1,000 GETs is the same line at an RTT of 1.7-4 ms.
+// original 1.7-4.0 s for 1,000 GETs is the same line at an RTT of 1.7-4 ms.
 //
 // Why MGET is atomic and a pipeline is not
 // ----------------------------------------

@@ -1,9 +1,10 @@
-// coupon.hpp — the seed's coupon experiment (seed 004) as a reusable engine:
-// a first-come-first-served coupon issue guarded by a Redis lock, with a
-// fault injected into the lock while one client holds it, with and without
-// fencing tokens. Header-only so that benches/scenarios (the tables) and
-// tests/distributed/scenario_invariants_test.cpp (the invariants) run the
-// same code.
+// coupon.hpp — the coupon sale's experiment
+// (docs/case-studies.md#clock-drift-and-fencing-at-a-coupon-sale) as a
+// reusable engine: a first-come-first-served coupon issue guarded by a Redis
+// lock, with a fault injected into the lock while one client holds it, with
+// and without fencing tokens. Header-only so that benches/scenarios (the
+// tables) and tests/distributed/scenario_invariants_test.cpp (the invariants)
+// run the same code.
 //
 // The world
 // ---------
@@ -13,7 +14,7 @@
 //   lock server(s)    3 independent servers for RedLock, 1 for SpinLock /
 //                     FencedSpinLock (kept apart from the db so that a lock
 //                     server's restart loses the lock, not the coupons)
-// A request of a client (the seed's HTTP call):
+// A request of a client (the case study's HTTP call):
 //   acquire (lock timeout) -> [token] -> read issued -> if issued >= coupons:
 //   "sold out" -> else write issued + 1 -> "issued" -> release.
 // Unfenced, the counter is a plain string key (GET, then SET: read-compute-
@@ -38,11 +39,11 @@
 // the resource rejects the victim's write (phantom 0, every run). Faults:
 // - kDrift (RedLock, 3 servers, lease 1,000 ms): right after the victim's
 //   acquire, the key's TTL on 2 of the 3 servers is cut to lease - skew =
-//   100 ms (PEXPIRE): what the seed emulated with a skewed TTL and what a
-//   900 ms clock jump on those nodes does. The others get a quorum 100 ms
+//   100 ms (PEXPIRE): what the case study emulated with a skewed TTL and what
+//   a 900 ms clock jump on those nodes does. The others get a quorum 100 ms
 //   later. The victim's validity() still says ~0.7 s when it writes: the lock
-//   cannot know. Tokens: FencingTokens on the db (RedLock's N servers have
-//   no common counter).
+//   cannot know. Tokens: FencingTokens on the db (RedLock's N servers have no
+//   common counter).
 // - kPause (SpinLock / FencedSpinLock, lease 500 ms): the victim is a
 //   separate process which, right after its read, stops itself with SIGSTOP
 //   (a GC pause, at a reproducible point); the parent keeps it stopped past

@@ -1,16 +1,17 @@
-// load_test.hpp — seed 000's load test as a reusable engine: Poisson
-// arrivals on ONE lock key, served by a bounded pool of "IO threads",
-// before (a raw PermitSemaphore(1), 60 s wait, try_set_permits on every
-// request) and after (GuardedLock: fast-fail gate, local semaphore, init
-// cache, 5 s wait). Header-only so that benches/scenarios (the table) and
-// tests/distributed/load_test_scenario_test.cpp (the invariants) run the
+// load_test.hpp — the load test of the ticket-sale semaphore herd
+// (docs/case-studies.md#semaphore-herd-at-a-ticket-sale) as a reusable
+// engine: Poisson arrivals on ONE lock key, served by a bounded pool of "IO
+// threads", before (a raw PermitSemaphore(1), 60 s wait, try_set_permits on
+// every request) and after (GuardedLock: fast-fail gate, local semaphore,
+// init cache, 5 s wait). Header-only so that benches/scenarios (the table)
+// and tests/distributed/load_test_scenario_test.cpp (the invariants) run the
 // same code.
 //
-// What the seed measured
-// ----------------------
+// What the original authors measured
+// ----------------------------------
 // 50 requests/min on one key, each holding the permit 200-600 ms (case 1,
 // 2 min) or 1-10 s (case 2, 10 min), from coroutines on Dispatchers.IO (64
-// threads). Before the fix the seed reported 23% success, a mean wait of
+// threads). Before the fix they reported 23% success, a mean wait of
 // 56 s and "64+" concurrent waiters in BOTH cases (all IO threads blocked,
 // Redis timeouts); after it, 100% / 2 ms / 1 waiter in case 1 and 21% /
 // 4.3 s / 4-6 waiters in case 2. Case 2 is over capacity whatever the lock:
@@ -23,37 +24,38 @@
 // ---------------
 // Every duration (interarrival times, holds, waits, lease, run length,
 // sampling period) is divided by time_scale; rates and capacities are
-// reported back in the seed's units (requests per seed-minute). Redis round
-// trips and thread wake-ups (~0.1-1 ms, more on a busy machine) do not
-// scale: at time_scale 100 a 200 ms hold becomes 2 ms and every real
-// millisecond of overhead reads as 100 seed ms of wait. So the defaults
-// differ per case (scenarios.cpp): case 1, short holds, at 40 (3 s a run;
-// full: 10), case 2 at 100 (its 10 minutes in 6 s; full: 20).
+// reported back in the case study's units, "unscaled" (requests per unscaled
+// minute: a minute of the original timeline). Redis round trips and thread
+// wake-ups (~0.1-1 ms, more on a busy machine) do not scale: at time_scale
+// 100 a 200 ms hold becomes 2 ms and every real millisecond of overhead reads
+// as 100 unscaled ms of wait. So the defaults differ per case
+// (scenarios.cpp): case 1, short holds, at 40 (3 s a run; full: 10), case 2
+// at 100 (its 10 minutes in 6 s; full: 20).
 //
 // The pool: `workers` threads (64) take requests from an unbounded FIFO
 // backlog, as coroutines wait for a free Dispatchers.IO thread. A request
 // occupies its worker from the lock call to the release (waiting AND
-// holding), so a slow lock takes threads away from everything else: the
-// seed's near-deadlock. An arrival that finds no free worker is QUEUED, not
+// holding), so a slow lock takes threads away from everything else: the case
+// study's near-deadlock. An arrival that finds no free worker is QUEUED, not
 // failed (the lock's wait budget starts when a worker picks it up; its
 // measured wait starts at arrival). At the end of the run arrivals stop,
 // requests already on a worker finish (bounded by wait + hold), and what is
-// still queued is counted as `abandoned` (a client that gave up when the
-// load test ended). So every request ends in exactly one of: served,
-// timed_out (the lock's wait ran out), fast_failed (GuardedLock's gate was
-// full), errors (redis::Error or a lost permit), abandoned; offered is
-// their sum (the test checks it).
+// still queued is counted as `abandoned` (a client that gave up when the load
+// test ended). So every request ends in exactly one of: served, timed_out
+// (the lock's wait ran out), fast_failed (GuardedLock's gate was full),
+// errors (redis::Error or a lost permit), abandoned; offered is their sum
+// (the test checks it).
 //
-// What each column means: success = served / offered; mean wait = mean
-// over ALL offered requests of (decision - arrival), the decision being the
+// What each column means: success = served / offered; mean wait = mean over
+// ALL offered requests of (decision - arrival), the decision being the
 // acquisition, the failure, or the end of the run for an abandoned one (the
-// seed's 4,279 ms after-fix figure for case 2 is this mean: most requests
+// original 4,279 ms after-fix figure for case 2 is this mean: most requests
 // fail after the full 5 s); max waiters = the most requests on a worker and
 // inside the lock call at once (the holder excluded); max queued = the most
-// requests waiting for a worker; capacity = served per seed-minute over the
-// span from the first arrival to the last release. A sampler records
-// waiters, queued and busy workers every sample period (a seed second, or
-// coarser so that a series has <= ~120 points) for the plot.
+// requests waiting for a worker; capacity = served per unscaled minute over
+// the span from the first arrival to the last release. A sampler records
+// waiters, queued and busy workers every sample period (an unscaled second,
+// or coarser so that a series has <= ~120 points) for the plot.
 //
 // What it teaches: when arrivals outrun a lock's capacity, the waiters are
 // a queue with no bound but the wait budget; with a 60 s budget and a pool
@@ -96,7 +98,7 @@ inline void raise_max(std::atomic<std::int64_t>& m, std::int64_t v) {
 }
 }  // namespace load_detail
 
-// A Poisson process: exponential gaps with mean 60 / rate_per_min seed
+// A Poisson process: exponential gaps with mean 60 / rate_per_min unscaled
 // seconds, divided by time_scale. Seeded, so a run's arrival times repeat
 // (the machine's timing does not).
 class PoissonArrivals {
@@ -151,14 +153,14 @@ inline ServerCounters server_counters(redis::Client& probe) {
 }
 
 struct LoadConfig {
-  // Seed units (seconds, per minute); the engine divides by time_scale.
+  // Unscaled units (seconds, per minute); the engine divides by time_scale.
   double rate_per_min = 50;
   double hold_lo_s = 0.2, hold_hi_s = 0.6;
   double run_s = 120;         // arrivals stop after this
   double wait_s = 60;         // the lock's wait budget
   double lease_s = 30;        // the permit's lease (> the longest hold)
   double time_scale = 100;
-  double sample_s = 1;        // sampling period (seed seconds)
+  double sample_s = 1;        // sampling period (unscaled seconds)
   int workers = 64;           // the "IO threads"
   bool guarded = false;       // false: raw PermitSemaphore ("before")
   std::int64_t max_waiters = 32;  // GuardedLock's gate (after)
@@ -169,10 +171,10 @@ struct LoadConfig {
   double expected_capacity_per_min() const { return 60.0 / mean_hold_s(); }
   double expected_success_limit() const { return std::min(1.0, expected_capacity_per_min() / rate_per_min); }
   // Below capacity, the mean wait of an M/G/1 queue (Pollaczek-Khinchine:
-  // lambda E[S^2] / (2 (1 - rho)), S uniform on [lo, hi]), in seed seconds;
+  // lambda E[S^2] / (2 (1 - rho)), S uniform on [lo, hi]), in unscaled seconds;
   // -1 at or over capacity (no steady state: the queue grows until the wait
   // budget or the pool stops it). Poisson arrivals wait even at 33% load;
-  // evenly spaced ones (what the seed's 2 ms suggests) would not.
+  // evenly spaced ones (what the case study's 2 ms suggests) would not.
   double expected_mean_wait_s() const {
     const double lambda = rate_per_min / 60.0;
     const double rho = lambda * mean_hold_s();
@@ -183,7 +185,7 @@ struct LoadConfig {
 };
 
 struct LoadSample {
-  double t_s;  // seed seconds since the first arrival
+  double t_s;  // unscaled seconds since the first arrival
   std::int64_t waiters, queued, busy;
 };
 
@@ -195,16 +197,16 @@ struct LoadResult {
   std::int64_t max_busy = 0;          // workers taken (waiting or holding)
   std::int64_t max_holders = 0;       // the counter under the lock: must be 1
   std::int64_t max_gate = 0;          // guarded: GuardedLock::waiting(key) seen (<= max_waiters)
-  double mean_wait_ms = 0;            // seed ms, all offered requests
-  double mean_wait_served_ms = 0;     // seed ms, served requests only
-  double max_wait_ms = 0;             // seed ms, the longest (decision - arrival)
+  double mean_wait_ms = 0;            // unscaled ms, all offered requests
+  double mean_wait_served_ms = 0;     // unscaled ms, served requests only
+  double max_wait_ms = 0;             // unscaled ms, the longest (decision - arrival)
   // The mean wait an ideal lock (zero overhead, never idle while a request
   // waits, no wait budget) would give THESE arrivals and holds: Lindley's
   // recursion W' = max(0, W + hold - gap). Any work-conserving order has the
   // same mean, so below capacity it is the measured mean minus the lock's
-  // and the machine's overhead. Seed ms.
+  // and the machine's overhead. Unscaled ms.
   double ideal_mean_wait_ms = 0;
-  double capacity_per_min = 0;        // served per seed-minute, first arrival .. last release
+  double capacity_per_min = 0;        // served per unscaled minute, first arrival .. last release
   double wall_s = 0;                  // real seconds
   ServerCounters server;              // deltas over the run
   redis::GuardedLock<redis::PermitSemaphore>::Counters guard{};
@@ -243,7 +245,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
 
   struct Request {
     Clock::time_point arrival;
-    double hold_s;  // seed seconds, drawn at arrival (so holds repeat with the seed)
+    double hold_s;  // unscaled seconds, drawn at arrival (so holds repeat with the RNG seed)
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -302,7 +304,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
           timed_out.fetch_add(1);
         }
       } else {
-        (void)raw.try_set_permits(1);  // the seed's "before": on every request
+        (void)raw.try_set_permits(1);  // the case study's "before": on every request
         auto id = raw.try_acquire(wait, lease);
         const auto now = Clock::now();
         leave_call();
@@ -352,7 +354,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
 
   // Warm-up on another key: load the scripts (SCRIPT LOAD on first use) and
   // start the pub/sub connection, so the first requests of the run do not
-  // pay one-off costs that time_scale would magnify (1 ms = 100 seed ms).
+  // pay one-off costs that time_scale would magnify (1 ms = 100 unscaled ms).
   {
     redis::PermitSemaphore warm(client, c.key + ":warmup");
     (void)warm.try_set_permits(1);
@@ -389,7 +391,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
   std::mt19937_64 hold_rng(c.seed ^ 0x9e3779b97f4a7c15ULL);
   std::uniform_real_distribution<double> hold_s(c.hold_lo_s, c.hold_hi_s);
   const auto end = t0 + real(c.run_s);
-  double lindley_w = 0, lindley_sum = 0, prev_at_s = 0, prev_hold_s = 0;  // seed seconds
+  double lindley_w = 0, lindley_sum = 0, prev_at_s = 0, prev_hold_s = 0;  // unscaled seconds
   std::int64_t lindley_n = 0;
   for (auto at = t0 + std::chrono::duration_cast<Clock::duration>(Seconds(arrivals.next_gap_s())); at < end;
        at += std::chrono::duration_cast<Clock::duration>(Seconds(arrivals.next_gap_s()))) {
@@ -450,7 +452,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
   r.max_wait_ms = wait_max_s * S * 1e3;
   r.ideal_mean_wait_ms = lindley_n > 0 ? lindley_sum * 1e3 / double(lindley_n) : 0;
   r.mean_wait_served_ms = r.served > 0 ? wait_served_sum_s * S * 1e3 / double(r.served) : 0;
-  const double span_s = Seconds(std::max(last_release, end) - t0).count() * S;  // seed seconds
+  const double span_s = Seconds(std::max(last_release, end) - t0).count() * S;  // unscaled seconds
   r.capacity_per_min = span_s > 0 ? double(r.served) * 60.0 / span_s : 0;
   r.wall_s = Seconds(t1 - t0).count();
   r.guard = guarded.counters();

@@ -1,13 +1,14 @@
-// pool_rejection.hpp — seed 003's cache-refresh lock that exhausted a
-// thread pool, as a reusable engine: a stampede of refresh tasks on a
-// bounded executor, each taking a Redisson-like PubSubLock with a blocking
-// wait ("before") or no wait at all ("after"). Header-only so that
-// benches/scenarios (the table) and
+// pool_rejection.hpp — the cache-refresh lock of the drained thread pool
+// (docs/case-studies.md#thread-pool-drained-by-a-blocking-trylock), the
+// lock that exhausted a thread pool, as a reusable engine: a stampede of
+// refresh tasks on a bounded executor, each taking a Redisson-like
+// PubSubLock with a blocking wait ("before") or no wait at all ("after").
+// Header-only so that benches/scenarios (the table) and
 // tests/distributed/pool_rejection_scenario_test.cpp (the invariants) run
 // the same code.
 //
-// What the seed measured
-// ----------------------
+// What the original authors measured
+// ----------------------------------
 // A cache refreshed asynchronously on an executor with 2 core threads, 8
 // at most and a queue of 50 (Java's ThreadPoolExecutor, AbortPolicy). Each
 // refresh did tryLock(wait 3 s, lease 5 s). In a cache stampede the losers
@@ -20,31 +21,32 @@
 //
 // How we scale it
 // ---------------
-// Seed units, divided by time_scale (quick 5, full 1): requests arrive as a
-// Poisson process at 260/s (the seed's healthy throughput) for 10 s; the
-// cached value is fresh for 2 s after a refresh, then stale; EVERY request
-// that reads it stale returns the stale value and submits a refresh task
-// (the naive "if stale, refresh in the background" that makes a stampede;
-// a request whose submit is rejected fails, as the RejectedExecutionException
-// reaches it: it is a rejected request, not a served one). A refresh task
-// takes the lock (blocking: try_lock_for(3 s, lease 5 s); non-blocking:
-// try_lock_for(0, lease 5 s)), and if it gets it and the value is still
-// stale, reloads it (0.5 s of "database"), marks it fresh and unlocks. So
-// per stampede, ~0.5 s x 260/s = 130 tasks arrive while one reload runs:
-// blocking, the first holds the lock, 7 more threads and 50 queue slots
-// fill with tasks that wait for it, and the rest (~70) are rejected; with
-// wait 0 every loser takes one round trip and its thread back. Over 10 s
-// about 4 stampedes: a few hundred rejections against the seed's 466.
-// Redis CPU is used_cpu_user + used_cpu_sys from INFO over the run, as a
-// percentage of one core of REAL time (so x time_scale higher than the
-// seed's unscaled load would give; compare before vs after, not with the
-// seed's digits). SUBSCRIBE and PUBLISH calls (INFO commandstats) show the
-// subscriptions a blocking wait costs and a zero wait does not.
+// The case study's units, "unscaled", divided by time_scale (quick 5, full
+// 1): requests arrive as a Poisson process at 260/s (the original healthy
+// throughput) for 10 s; the cached value is fresh for 2 s after a refresh,
+// then stale; EVERY request that reads it stale returns the stale value and
+// submits a refresh task (the naive "if stale, refresh in the background"
+// that makes a stampede; a request whose submit is rejected fails, as the
+// RejectedExecutionException reaches it: it is a rejected request, not a
+// served one). A refresh task takes the lock (blocking: try_lock_for(3 s,
+// lease 5 s); non-blocking: try_lock_for(0, lease 5 s)), and if it gets it
+// and the value is still stale, reloads it (0.5 s of "database"), marks it
+// fresh and unlocks. So per stampede, ~0.5 s x 260/s = 130 tasks arrive
+// while one reload runs: blocking, the first holds the lock, 7 more threads
+// and 50 queue slots fill with tasks that wait for it, and the rest (~70)
+// are rejected; with wait 0 every loser takes one round trip and its thread
+// back. Over 10 s about 4 stampedes: a few hundred rejections against the
+// original 466. Redis CPU is used_cpu_user + used_cpu_sys from INFO over
+// the run, as a percentage of one core of REAL time (so x time_scale higher
+// than the unscaled load would give; compare before vs after, not with the
+// original authors' digits). SUBSCRIBE and PUBLISH calls (INFO
+// commandstats) show the subscriptions a blocking wait costs and a zero
+// wait does not.
 //
 // Why a pool of our own (BoundedExecutor below): nothing in the lab had
 // ThreadPoolExecutor's core / max / bounded queue / reject rule (the
 // io_bound bench's pool is fixed-size with an unbounded queue), and that
-// rule is the mechanism of the seed's failure.
+// rule is the mechanism of the case study's failure.
 //
 // What it teaches: a blocking wait inside an async worker turns lock
 // contention into pool exhaustion, and pool exhaustion into failed
@@ -72,8 +74,8 @@
 
 namespace locklab::scenarios {
 
-// Java's ThreadPoolExecutor with AbortPolicy, reduced to what seed 003
-// needs. submit(task):
+// Java's ThreadPoolExecutor with AbortPolicy, reduced to what the drained
+// thread pool needs. submit(task):
 //   1. fewer than `core` threads: start a thread for the task;
 //   2. else the queue has room (< queue_capacity): enqueue;
 //   3. else fewer than `max` threads: start a thread for the task;
@@ -173,7 +175,7 @@ class BoundedExecutor {
 };
 
 struct PoolConfig {
-  // Seed units (seconds, per second); the engine divides by time_scale.
+  // Unscaled units (seconds, per second); the engine divides by time_scale.
   double rate_per_s = 260;
   double run_s = 10;
   double fresh_s = 2;       // the value stays fresh this long after a reload
@@ -194,10 +196,10 @@ struct PoolResult {
   std::int64_t max_holders = 0;   // the counter under the lock: must be 1
   std::int64_t max_threads = 0, max_queued = 0;
   std::uint64_t lock_attempts = 0;  // acquire scripts sent by the lock object
-  double served_per_s = 0;          // seed units
+  double served_per_s = 0;          // unscaled units
   double redis_cpu_pct = 0;         // of one core, real time
   double wall_s = 0;
-  double max_try_ms = 0;            // the longest try_lock_for call, seed ms
+  double max_try_ms = 0;            // the longest try_lock_for call, unscaled ms
   ServerCounters server;            // deltas over the run
 };
 

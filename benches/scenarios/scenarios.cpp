@@ -1,45 +1,46 @@
 // scenarios — the experiments that break distributed locks on purpose, the
 // ones that show what GuardedLock and a zero wait buy under load, and the
-// seeds' other experiments (the stock test, the k6 latency table, MGET vs
-// N x GET). Each subcommand prints the seed's table beside ours and writes
+// case studies' other experiments (the stock test, the k6 lock table, MGET vs
+// a GET loop; docs/case-studies.md). Each subcommand prints the case study's
+// table (the original authors' figures) beside ours and writes
 // <out>/scenario_<name>.json in the shared Google Benchmark shape
-// (ARCHITECTURE.md: one entry per table row, the columns as counters;
+// (docs/architecture.md: one entry per table row, the columns as counters;
 // repeated runs as repetitions of one row; a time series as extra entries
 // with a `t:<seconds>` knob).
 //
-//   scenarios coupon [--processes] [--runs=N]     seed 004's coupon table:
+//   scenarios coupon [--processes] [--runs=N]     the coupon sale's table:
 //       RedLock normal / clock drift / drift + fencing, 100 coupons, 40
 //       clients (threads, or processes with --processes)
 //   scenarios faults [--runs=N] [--only=drift,pause]  every fault with and without
-//       fencing, N runs each (quick: 10 for drift and pause, the issue's
+//       fencing, N runs each (quick: 10 for drift and pause, the lab's
 //       goal; 2 for the restarts); a network partition only where root, `ip
 //       netns` and iptables exist (else a message says why it is skipped)
 //   scenarios herd [--processes=P] [--waiters=1,10,50] [--duration_ms=D]
-//       seed 000's herd: N waiters in each of P processes on one
-//       PermitSemaphore(1), raw (the seed's "before": try_set_permits and
-//       try_acquire on every request) vs GuardedLock
-//   scenarios stock [--runs=N] [--gap_us=U]       seed 001's stock test: 1,000 in
+//       the ticket-sale semaphore herd: N waiters in each of P processes
+//       on one PermitSemaphore(1), raw (the case study's "before":
+//       try_set_permits and try_acquire on every request) vs GuardedLock
+//   scenarios stock [--runs=N] [--gap_us=U]       the stock test: 1,000 in
 //       Redis, 1,000 read-compute-write tasks on 2 x cores threads, without
 //       a lock and under each of our locks (stock.hpp)
-//   scenarios vus_table [--vus=1,5,50] [--requests=N] [--think_us=U]  seed
-//       004's k6 table: V virtual users (threads) share N requests of
+//   scenarios vus_table [--vus=1,5,50] [--requests=N] [--think_us=U]  the
+//       k6 lock table: V virtual users (threads) share N requests of
 //       acquire, 1 ms hold, release, then U us untimed (default 1,000; 0
 //       shows barging); avg / p50 / p95 per lock (vus_table.hpp)
-//   scenarios batch [--runs=N] [--keys=K]   seed 004's "MGET vs N x GET": K
+//   scenarios batch [--runs=N] [--keys=K]   MGET vs a GET loop: K
 //       keys (1,000) fetched by N x GET, MGET, a pipeline and MULTI/EXEC,
 //       N fetches each (quick 20, full 100): latency, round trips, atomicity;
 //       then a local 3-master Redis Cluster: CROSSSLOT vs {hash tags}, and
 //       whether each of our locks keeps its keys in one slot (batch.hpp)
 //   scenarios load_test [--time_scale=X] [--only=hold200-600ms,hold1-10s]
-//       seed 000's load test (load_test.hpp): Poisson 50/min on one key, 64
-//       IO threads, holds 200-600 ms (2 min) and 1-10 s (10 min), raw
+//       the ticket-sale load test (load_test.hpp): Poisson 50/min on one
+//       key, 64 IO threads, holds 200-600 ms (2 min) and 1-10 s (10 min), raw
 //       PermitSemaphore with a 60 s wait vs GuardedLock with 5 s; every
 //       duration / X (quick: 40 for case 1, 100 for case 2; full: 10, 20);
 //       the waiters over time as a series
-//   scenarios pool_rejection [--time_scale=X]   seed 003 (pool_rejection.hpp):
-//       a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
+//   scenarios pool_rejection [--time_scale=X]   the drained thread pool
+//       (pool_rejection.hpp): a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
 //       PubSubLock try_lock_for(3 s) vs try_lock_for(0); every duration / X
-//       (quick: 5, 10 seed seconds; full: 1, 30 s)
+//       (quick: 5, 10 s; full: 1, 30 s; durations in the case study's time)
 //   scenarios all [--quick|--full]                all eight, quick by default
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
@@ -52,7 +53,7 @@
 // load_test 19 s, pool_rejection 5 s. --full uses 10 runs for every fault, 5 waiter
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
-// for pool_rejection (at the seed's own speed).
+// for pool_rejection (at the case study's own speed).
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -209,7 +210,8 @@ struct Options {
             << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
             << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n"
             << "                 [--keys=K] (batch; --runs=N: fetches per method)\n"
-            << "                 [--time_scale=X] (load_test, pool_rejection: every seed duration / X, 1..10000)\n"
+            << "                 [--time_scale=X] (load_test, pool_rejection: every case-study duration / X, "
+               "1..10000)\n"
             << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n";
   std::exit(2);
 }
@@ -254,7 +256,7 @@ Options parse(int argc, char** argv) {
     } else if (auto v = value("--runs")) {
       o.runs = positive("--runs", *v);
     } else if (auto v = value("--time_scale")) {
-      // A factor, not a count: 1 runs at the seed's own durations (minutes).
+      // A factor, not a count: 1 runs at the case study's own durations (minutes).
       double x = 0;
       std::size_t used = 0;
       try {
@@ -348,20 +350,21 @@ void run_coupon_scenario(const Options& o) {
   }
   std::cout << "\ncoupon: 100 coupons, 40 clients (" << (procs ? "processes" : "threads")
             << "), RedLock over 3 redis-servers, lease 1,000 ms, lock timeout 250 ms, skew 900 ms on 2 nodes\n"
-            << "(seed 004: 40 VUs x 25 s, lock timeout 2,000 ms; the seed's fence column is its Redis-INCR run)\n\n";
+            << "(coupon sale case study: 40 VUs x 25 s, lock timeout 2,000 ms; its fence column is its Redis-INCR "
+               "run)\n\n";
   const char* names[] = {"issued responses", "actually issued", "phantom issues", "after sold out",
                          "lock timeouts", "fence rejections", "token p95 (ms)", "requests"};
-  const char* seed[][3] = {{"100", "103", "100"}, {"100", "100", "100"}, {"0", "3", "0"},     {"41", "199", "-"},
+  const char* original[][3] = {{"100", "103", "100"}, {"100", "100", "100"}, {"0", "3", "0"},     {"41", "199", "-"},
                            {"440", "344", "348"}, {"-", "-", "45"},     {"-", "-", "0.81"}, {"581", "646", "-"}};
-  std::cout << std::left << std::setw(18) << "" << std::right << std::setw(10) << "seed" << std::setw(10) << "seed"
-            << std::setw(10) << "seed" << std::setw(10) << "ours" << std::setw(10) << "ours" << std::setw(10) << "ours"
+  std::cout << std::left << std::setw(18) << "" << std::right << std::setw(10) << "orig." << std::setw(10) << "orig."
+            << std::setw(10) << "orig." << std::setw(10) << "ours" << std::setw(10) << "ours" << std::setw(10) << "ours"
             << "\n"
             << std::left << std::setw(18) << "" << std::right << std::setw(10) << "normal" << std::setw(10) << "drift"
             << std::setw(10) << "+fence" << std::setw(10) << "normal" << std::setw(10) << "drift" << std::setw(10)
             << "+fence" << "\n";
   for (int k = 0; k < 8; ++k) {
     std::cout << std::left << std::setw(18) << names[k] << std::right;
-    for (int s = 0; s < 3; ++s) std::cout << std::setw(10) << seed[k][s];
+    for (int s = 0; s < 3; ++s) std::cout << std::setw(10) << original[k][s];
     for (const auto& r : results) {
       const double v[] = {double(r.tally.issued),        double(r.actual),
                           double(r.phantom),             double(r.tally.after_sold_out),
@@ -453,7 +456,8 @@ void run_faults_scenario(const Options& o) {
     return s.str();
   };
   std::cout << "\n\nfaults: 30 coupons, 12 clients, one victim holding the lock when the fault strikes\n"
-            << "(seed 004, drift: 3 phantom issues in its one run, 0 with a fencing token, 45 writes blocked)\n\n"
+            << "(coupon sale case study, drift: 3 phantom issues in its one run, 0 with a fencing token, 45 writes "
+               "blocked)\n\n"
             << std::left << std::setw(22) << "fault" << std::right << std::setw(6) << "runs" << std::setw(12)
             << "violations" << std::setw(10) << "phantom" << std::setw(12) << "fence rej." << std::setw(8) << "issued"
             << std::setw(11) << "lock lost" << std::setw(12) << "errors" << "   victim's stale write\n";
@@ -531,7 +535,7 @@ int herd_main(const Args& a) {
               timeouts.fetch_add(1);
             }
           } else {
-            (void)raw.try_set_permits(1);  // the seed's "before": on every request
+            (void)raw.try_set_permits(1);  // the case study's "before": on every request
             auto id = raw.try_acquire(2s, 10s);
             inside.fetch_sub(1);
             if (id) {
@@ -664,7 +668,8 @@ void run_herd_scenario(const Options& o) {
   (void)std::system(("rm -rf '" + dir + "'").c_str());
   std::cout << "\n\nherd: PermitSemaphore(1), " << procs << " processes x N waiters, hold 1 ms, think 1 ms, wait 2 s, "
             << duration.count() << " ms a point; GuardedLock max_waiters " << max_waiters << "\n"
-            << "(seed 000 at 50 req/min: max concurrent waiters 64+ -> 1, success 23% -> 100%, Redis errors yes -> 0)\n\n"
+            << "(ticket-sale case study at 50 req/min: max concurrent waiters 64+ -> 1, success 23% -> 100%, "
+               "Redis errors yes -> 0)\n\n"
             << std::left << std::setw(12) << "impl" << std::right << std::setw(8) << "N/proc" << std::setw(10) << "acq/s"
             << std::setw(11) << "cmds/acq" << std::setw(14) << "scripts/acq" << std::setw(13) << "cpu us/acq" << std::setw(12) << "max waiting"
             << std::setw(11) << "at Redis" << std::setw(11) << "fast-fails" << std::setw(10) << "timeouts" << "\n";
@@ -721,25 +726,25 @@ void run_stock_scenario(const Options& o) {
             << " threads (2 x " << std::thread::hardware_concurrency() << " cores), each GET -> stock - 1 -> SET"
             << (o.gap_us > 0 ? ", pausing " + std::to_string(o.gap_us) + " us between GET and SET" : "") << "\n"
             << "locks: lease " << c.lease.count() << " ms, wait " << c.lock_timeout.count()
-            << " ms; SpinLock(seed:50ms) retries every 50 ms; SpinLock(backoff) after 100, 150, 225 ... ms (cap 1 s, "
+            << " ms; SpinLock(poll:50ms) retries every 50 ms; SpinLock(backoff) after 100, 150, 225 ... ms (cap 1 s, "
                "jitter 0.5)\n"
-            << "(seed 001: the same sizes on a database row; without a lock the stock \"is inconsistent\" (no number "
-               "given), with Lettuce's spin lock or Redisson's tryLock exactly 0)\n\n"
-            << std::left << std::setw(22) << "lock" << std::right << std::setw(12) << "seed final" << std::setw(8)
+            << "(stock test case study: the same sizes on a database row; without a lock the stock \"is "
+               "inconsistent\" (no number given), with Lettuce's spin lock or Redisson's tryLock exactly 0)\n\n"
+            << std::left << std::setw(22) << "lock" << std::right << std::setw(12) << "orig. final" << std::setw(8)
             << "final" << std::setw(8) << "sold" << std::setw(7) << "lost" << std::setw(10) << "wall ms" << std::setw(10)
             << "tasks/s" << std::setw(10) << "timeouts" << std::setw(11) << "lost lease" << std::setw(8) << "errors"
             << std::setw(10) << "rt/task" << "\n";
   for (const stock::StockResult& r : results) {
-    const char* seed = r.lock == "none"                                           ? "wrong"
-                       : (r.lock == "SpinLock(seed:50ms)" || r.lock == "PubSubLock") ? "0"
+    const char* original = r.lock == "none"                                           ? "wrong"
+                       : (r.lock == "SpinLock(poll:50ms)" || r.lock == "PubSubLock") ? "0"
                                                                                    : "-";
-    std::cout << std::left << std::setw(22) << r.lock << std::right << std::setw(12) << seed << std::setw(8)
+    std::cout << std::left << std::setw(22) << r.lock << std::right << std::setw(12) << original << std::setw(8)
               << r.final_stock << std::setw(8) << r.decrements << std::setw(7) << r.lost_updates() << std::setw(10)
               << cell(r.wall_ms) << std::setw(10) << cell(r.tasks_per_second()) << std::setw(10) << r.lock_timeouts
               << std::setw(11) << r.lock_lost << std::setw(8) << r.errors << std::setw(10)
               << cell(r.round_trips_per_task, 2) << "\n";
   }
-  std::cout << "(sold: tasks that wrote stock - 1; lost = sold - (initial - final); seed's PubSubLock row is "
+  std::cout << "(sold: tasks that wrote stock - 1; lost = sold - (initial - final); the original PubSubLock row is "
                "Redisson's tryLock, its SpinLock row Lettuce's; tasks/s = acquisitions/s with a lock)\n";
   write_json(o.out + "/scenario_stock.json", "scenario_stock", o.mode, entries);
 }
@@ -783,15 +788,16 @@ void run_vus_scenario(const Options& o) {
       std::cout << "." << std::flush;
     }
   }
-  // Seed 004's table (k6, 100 requests; avg / p50 / p95 in ms). FairLock was not in it.
-  struct Seed {
+  // The k6 lock table (docs/case-studies.md#the-k6-lock-table; k6, 100 requests; avg / p50 / p95 in ms), the
+  // original authors' figures. FairLock was not in it.
+  struct OriginalRow {
     int vus;
     const char* lock;
     const char* avg;
     const char* p50;
     const char* p95;
   };
-  const Seed seed[] = {{1, "SpinLock(poll-100ms)", "1.49", "1.16", "3.34"},  {1, "PubSubLock", "1.82", "1.31", "2.51"},
+  const OriginalRow original[] = {{1, "SpinLock(poll-100ms)", "1.49", "1.16", "3.34"},  {1, "PubSubLock", "1.82", "1.31", "2.51"},
                        {1, "AdaptiveLock", "4.16", "2.68", "3.62"},          {5, "SpinLock(poll-100ms)", "11.85", "1.27", "103.67"},
                        {5, "PubSubLock", "4.32", "3.88", "6.97"},            {5, "AdaptiveLock", "4.76", "1.93", "5.51"},
                        {50, "SpinLock(poll-100ms)", "600.23", "4.32", "2,610"}, {50, "PubSubLock", "33.31", "36.05", "50.28"},
@@ -801,15 +807,16 @@ void run_vus_scenario(const Options& o) {
                "hold 1 ms, release, then "
             << think_us << " us untimed before the next; wait <= 10 s\n"
             << "SpinLock(poll-100ms) = Lettuce polling (lease 3 s, sleep 100 ms); PubSubLock = Redisson tryLock "
-               "(watchdog); AdaptiveLock = seed's (5 ms spin budget, lease 3 s); FairLock (ours) lease 3 s\n"
-            << "(seed 004: k6, 100 requests to a Spring endpoint: HTTP + a DB transaction inside the lock; ms)\n\n"
-            << std::left << std::setw(5) << "VUs" << std::setw(22) << "lock" << std::right << std::setw(10) << "seed avg"
-            << std::setw(10) << "seed p50" << std::setw(10) << "seed p95" << "  |" << std::setw(9) << "avg" << std::setw(9)
+               "(watchdog); AdaptiveLock = the case study's (5 ms spin budget, lease 3 s); FairLock (ours) lease 3 s\n"
+            << "(k6 lock table case study: 100 requests to a Spring endpoint: HTTP + a DB transaction inside the "
+               "lock; ms)\n\n"
+            << std::left << std::setw(5) << "VUs" << std::setw(22) << "lock" << std::right << std::setw(10) << "orig. avg"
+            << std::setw(10) << "orig. p50" << std::setw(10) << "orig. p95" << "  |" << std::setw(9) << "avg" << std::setw(9)
             << "p50" << std::setw(9) << "p95" << std::setw(9) << "max" << std::setw(8) << "acq/s" << std::setw(10)
             << "timeouts" << std::setw(8) << "rt/req" << "\n";
   for (const vus::VusResult& r : results) {
-    const Seed* s = nullptr;
-    for (const Seed& k : seed) {
+    const OriginalRow* s = nullptr;
+    for (const OriginalRow& k : original) {
       if (k.vus == r.vus && r.lock == k.lock) s = &k;
     }
     std::cout << std::left << std::setw(5) << r.vus << std::setw(22) << r.lock << std::right << std::setw(10)
@@ -864,7 +871,8 @@ void run_batch_scenario(const Options& o) {
   const double loopback_ms = r.rtt_p50_us / 1e3;
   std::cout << "\nbatch: " << r.keys << " keys (" << r.value_bytes << "-byte values) fetched " << cfg.fetches
             << " times by each method, interleaved; loopback RTT p50 " << cell(r.rtt_p50_us) << " us (PING)\n"
-            << "(seed 004, over a network: N x GET 1.7-4.0 s; MGET / pipeline / batch 16-32 ms)\n\n"
+            << "(MGET vs a GET loop case study, over a network: N x GET 1.7-4.0 s; MGET / pipeline / batch "
+               "16-32 ms)\n\n"
             << std::left << std::setw(12) << "method" << std::right << std::setw(13) << "round trips" << std::setw(8)
             << "atomic" << std::setw(10) << "p50 ms" << std::setw(10) << "p95 ms" << std::setw(13) << "server cmds"
             << std::setw(15) << "server cpu us" << std::setw(18) << "model@1ms RTT ms" << std::setw(8) << "values"
@@ -905,7 +913,7 @@ void run_batch_scenario(const Options& o) {
                "(a 1,000-GET pipeline is mostly read and run by the server in one go: cut rarely, but cut)\n";
   std::cout << "N x GET / MGET at p50: " << cell(each.p50_ms / mget.p50_ms, 1) << "x here; model at 1 ms RTT: "
             << cell(each.modelled_ms(1.0, loopback_ms) / mget.modelled_ms(1.0, loopback_ms), 0)
-            << "x (time ~= round trips x RTT + client and server work; the seed's 1.7-4.0 s for 1,000 GETs is an "
+            << "x (time ~= round trips x RTT + client and server work; the case study's 1.7-4.0 s for 1,000 GETs is an "
                "RTT of 1.7-4 ms)\n";
 
   if (cluster) {
@@ -1002,14 +1010,14 @@ std::string percent(double v) { return cell(100.0 * v, 0) + "%"; }
 void run_load_test_scenario(const Options& o) {
   // Default time scales, per case, so that each run takes a few seconds
   // and a scaled hold stays well above a Redis round trip plus a wake-up on
-  // a busy 2-core machine (1 ms real = time_scale ms of seed time): case 1
+  // a busy 2-core machine (1 ms real = time_scale ms of the case study's time): case 1
   // (2 min, holds 200-600 ms) at 40 -> 3 s, holds 5-15 ms; case 2 (10 min,
   // holds 1-10 s) at 100 -> 6 s, holds 10-100 ms. Full: 10 and 20 (12 s and
   // 30 s a run). --time_scale=X sets both.
   struct Case {
     std::string name, label;
     double lo, hi, run_s, quick_scale, full_scale;
-    const char* seed[2][5];  // before/after: success, mean wait, max waiters, errors, capacity
+    const char* original[2][5];  // before/after: success, mean wait, max waiters, errors, capacity
   };
   const std::vector<Case> cases = {
       {"hold200-600ms", "case 1: hold 200-600 ms, 2 min", 0.2, 0.6, 120, 40, 10,
@@ -1026,7 +1034,7 @@ void run_load_test_scenario(const Options& o) {
   int family = 0;
   std::cout << "\nload_test: Poisson arrivals at 50/min on ONE key, 64 IO threads (a request holds its thread "
                "while it waits and holds;\nan arrival with no free thread queues); every duration / the case's "
-               "time scale; figures below in the seed's units\n"
+               "time scale; figures below in the case study's unscaled units\n"
             << "before = PermitSemaphore(1) raw, try_set_permits on every request, wait 60 s; "
                "after = GuardedLock(max_waiters 32), wait 5 s; lease 30 s\n";
   for (const Case& k : cases) {
@@ -1079,7 +1087,7 @@ void run_load_test_scenario(const Options& o) {
         e.counters.emplace_back("ideal_mean_wait_ms", x.ideal_mean_wait_ms);
       }
       entries.push_back(e);
-      // The waiter count over time: one entry per sample, `t:<seed s>` a
+      // The waiter count over time: one entry per sample, `t:<unscaled s>` a
       // knob of the row (plot_waiters_over_time draws them; the bar chart
       // and the summary leave them out).
       for (std::size_t i = 0; i < x.samples.size(); ++i) {
@@ -1099,17 +1107,17 @@ void run_load_test_scenario(const Options& o) {
               << " s a run here; expected capacity "
               << cell(c.expected_capacity_per_min(), 1) << "/min = 60 / mean hold " << cell(c.mean_hold_s(), 1)
               << " s, physical success limit " << percent(c.expected_success_limit()) << ")\n"
-              << std::left << std::setw(30) << "" << std::right << std::setw(12) << "seed before" << std::setw(12)
-              << "seed after" << std::setw(12) << "ours before" << std::setw(12) << "ours after" << "\n";
+              << std::left << std::setw(30) << "" << std::right << std::setw(12) << "orig. before" << std::setw(12)
+              << "orig. after" << std::setw(12) << "ours before" << std::setw(12) << "ours after" << "\n";
     auto row = [&](const std::string& what, const std::string& s0, const std::string& s1, const std::string& v0,
                    const std::string& v1) {
       std::cout << std::left << std::setw(30) << what << std::right << std::setw(12) << s0 << std::setw(12) << s1
                 << std::setw(12) << v0 << std::setw(12) << v1 << "\n";
     };
-    row("success rate", k.seed[0][0], k.seed[1][0], percent(r[0].success_rate()), percent(r[1].success_rate()));
+    row("success rate", k.original[0][0], k.original[1][0], percent(r[0].success_rate()), percent(r[1].success_rate()));
     const char* limit = c.expected_success_limit() < 1 ? "~22%" : "-";
     row("  physical limit", limit, limit, percent(c.expected_success_limit()), percent(c.expected_success_limit()));
-    row("mean wait (ms)", k.seed[0][1], k.seed[1][1], cell(r[0].mean_wait_ms), cell(r[1].mean_wait_ms));
+    row("mean wait (ms)", k.original[0][1], k.original[1][1], cell(r[0].mean_wait_ms), cell(r[1].mean_wait_ms));
     row("  M/G/1 expected (ms)", "-", "-",
         c.expected_mean_wait_s() < 0 ? "over cap." : cell(c.expected_mean_wait_s() * 1e3),
         c.expected_mean_wait_s() < 0 ? "over cap." : cell(c.expected_mean_wait_s() * 1e3));
@@ -1118,22 +1126,23 @@ void run_load_test_scenario(const Options& o) {
         c.expected_mean_wait_s() < 0 ? "over cap." : cell(r[1].ideal_mean_wait_ms));
     row("  of the served (ms)", "-", "-", cell(r[0].mean_wait_served_ms), cell(r[1].mean_wait_served_ms));
     row("max wait (ms)", "-", "-", cell(r[0].max_wait_ms), cell(r[1].max_wait_ms));
-    row("max concurrent waiters", k.seed[0][2], k.seed[1][2], std::to_string(r[0].max_waiters),
+    row("max concurrent waiters", k.original[0][2], k.original[1][2], std::to_string(r[0].max_waiters),
         std::to_string(r[1].max_waiters));
     row("max busy threads (of 64)", "64", "-", std::to_string(r[0].max_busy), std::to_string(r[1].max_busy));
     row("max queued for a thread", "-", "-", std::to_string(r[0].max_queued), std::to_string(r[1].max_queued));
-    row("Redis errors", k.seed[0][3], k.seed[1][3], std::to_string(r[0].errors), std::to_string(r[1].errors));
+    row("Redis errors", k.original[0][3], k.original[1][3], std::to_string(r[0].errors), std::to_string(r[1].errors));
     row("lock timeouts", "-", "-", std::to_string(r[0].timed_out), std::to_string(r[1].timed_out));
     row("fast-fails (gate)", "-", "-", std::to_string(r[0].fast_failed), std::to_string(r[1].fast_failed));
     row("abandoned at the end", "-", "-", std::to_string(r[0].abandoned), std::to_string(r[1].abandoned));
     row("offered / served", "-", "-", std::to_string(r[0].offered) + "/" + std::to_string(r[0].served),
         std::to_string(r[1].offered) + "/" + std::to_string(r[1].served));
-    row("served/min (capacity)", k.seed[0][4], k.seed[1][4], cell(r[0].capacity_per_min, 1),
+    row("served/min (capacity)", k.original[0][4], k.original[1][4], cell(r[0].capacity_per_min, 1),
         cell(r[1].capacity_per_min, 1));
     row("Redis scripts", "-", "-", cell(r[0].server.scripts), cell(r[1].server.scripts));
     row("max holders at once", "1", "1", std::to_string(r[0].max_holders), std::to_string(r[1].max_holders));
   }
-  std::cout << "(seed 000, quoted: the before column was one figure for both cases; capacity 10.9/min from its text."
+  std::cout << "(ticket-sale case study, quoted: the before column was one figure for both cases; capacity "
+               "10.9/min from its text."
                "\n ours: waiters = requests on a thread inside the lock call, holder excluded; "
                "mean wait over all offered requests)\n";
   for (Entry& t : series) t.family = family;  // one family for the series: after the table rows
@@ -1144,8 +1153,8 @@ void run_load_test_scenario(const Options& o) {
 // ------------------------------------------------------------ pool_rejection
 
 void run_pool_rejection_scenario(const Options& o) {
-  // Quick: 10 seed seconds at time scale 5 (2 s a run; 1,300 arrivals/s,
-  // a 3 s wait = 600 ms); full: 30 s at the seed's own speed. At 10 a
+  // Quick: 10 unscaled seconds at time scale 5 (2 s a run; 1,300 arrivals/s,
+  // a 3 s wait = 600 ms); full: 30 s at the case study's own speed. At 10 a
   // starved 2-core machine could not even serve the zero-wait refreshes in
   // time (one measured run: 103 rejections with wait 0).
   const double scale = o.time_scale > 0 ? o.time_scale : (o.mode == "full" ? 1 : 5);
@@ -1199,9 +1208,9 @@ void run_pool_rejection_scenario(const Options& o) {
             << cell(c.rate_per_s) << " requests/s for " << cell(run_s) << " s, value fresh "
             << cell(c.fresh_s) << " s, reload " << cell(c.reload_s, 1) << " s under a PubSubLock (lease "
             << cell(c.lease_s) << " s); every stale read submits a refresh;\ntime scale " << scale
-            << " (figures in the seed's units; Redis CPU as % of one core of real time)\n"
-            << std::left << std::setw(28) << "" << std::right << std::setw(12) << "seed before" << std::setw(12)
-            << "seed after" << std::setw(12) << "ours before" << std::setw(12) << "ours after" << "\n";
+            << " (figures in the case study's unscaled units; Redis CPU as % of one core of real time)\n"
+            << std::left << std::setw(28) << "" << std::right << std::setw(12) << "orig. before" << std::setw(12)
+            << "orig. after" << std::setw(12) << "ours before" << std::setw(12) << "ours after" << "\n";
   auto row = [&](const std::string& what, const std::string& s0, const std::string& s1, const std::string& v0,
                  const std::string& v1) {
     std::cout << std::left << std::setw(28) << what << std::right << std::setw(12) << s0 << std::setw(12) << s1
@@ -1225,7 +1234,8 @@ void run_pool_rejection_scenario(const Options& o) {
       n(r[1].max_threads) + "/" + n(r[1].max_queued));
   row("longest try_lock (ms)", "3,000", "0", cell(r[0].max_try_ms), cell(r[1].max_try_ms));
   row("errors", "-", "-", n(r[0].errors), n(r[1].errors));
-  std::cout << "(seed 003, quoted; its TPS fell to 30 during the stampede: ours is the mean over the run)\n";
+  std::cout << "(drained thread pool case study, quoted; its TPS fell to 30 during the stampede: ours is the mean "
+               "over the run)\n";
   write_json(o.out + "/scenario_pool_rejection.json", "scenario_pool_rejection", o.mode, entries);
 }
 

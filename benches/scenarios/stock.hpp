@@ -1,19 +1,21 @@
-// stock.hpp — seed 001's stock test as a reusable engine: a stock of 1,000
-// in Redis, 1,000 tasks on a pool of 2 x hardware_concurrency threads, each
-// task a read-compute-write of the stock (GET, decrement in C++, SET), first
-// without a lock and then under each of our Redis locks. Header-only so that
-// `scenarios stock` (the table) and tests/distributed/stock_scenario_test.cpp
-// (the invariant: every lock ends at exactly 0) run the same code.
+// stock.hpp — the stock test
+// (docs/case-studies.md#stock-test-under-a-polling-lock) as a reusable
+// engine: a stock of 1,000 in Redis, 1,000 tasks on a pool of 2 x
+// hardware_concurrency threads, each task a read-compute-write of the stock
+// (GET, decrement in C++, SET), first without a lock and then under each of
+// our Redis locks. Header-only so that `scenarios stock` (the table) and
+// tests/distributed/stock_scenario_test.cpp (the invariant: every lock ends
+// at exactly 0) run the same code.
 //
-// What the seed measured
-// ----------------------
+// What the original authors measured
+// ----------------------------------
 // Two JUnit tests of a Spring service: 1,000 threads on a pool of cores x 2
 // decrement a stock of 1,000 in the database. Without a lock "the stock is
-// inconsistent" (the post gives no number); with a Lettuce spin lock (`SET
-// NX PX 100`, retry every 50 ms, at most 80 tries / 4 s, Lua
+// inconsistent" (the case study gives no number); with a Lettuce spin lock
+// (`SET NX PX 100`, retry every 50 ms, at most 80 tries / 4 s, Lua
 // compare-and-delete) or Redisson's tryLock (lease 100 ms, wait 4 s) the
-// final stock is exactly 0. The post then argues the parameters (lease =
-// 10 ms DB + 3 ms network + 87 ms buffer; retry = lease / 2) and proposes
+// final stock is exactly 0. The authors then argue the parameters (lease =
+// 10 ms DB + 3 ms network + 87 ms buffer; retry = lease / 2) and propose
 // exponential backoff (100, 150, 225 ... ms, capped at 1 s).
 //
 // What we scale, and why
@@ -21,15 +23,15 @@
 // - The stock lives in Redis (a plain string key), not in a database: the
 //   lab has no database, and a read-compute-write through two separate
 //   commands is exactly as racy as SELECT-then-UPDATE. The sizes are the
-//   seed's (1,000 and 1,000, pool 2 x cores): a run takes 0.1-2.5 s per
-//   row on 2 cores, so nothing needs shrinking.
+//   case study's (1,000 and 1,000, pool 2 x cores): a run takes 0.1-2.5 s
+//   per row on 2 cores, so nothing needs shrinking.
 // - The critical section is GET + SET, two loopback round trips (~0.1 ms),
-//   against the seed's ~13 ms of JPA work. We keep the seed's lease (100 ms)
-//   anyway: it is 1,000 x the section here, so a lease only runs out if a
-//   holder is descheduled for 100 ms (a badly overloaded machine; it would
-//   show as lock_lost and a wrong stock, never silently), and a shorter
-//   lease would teach nothing new. Likewise the seed's 4 s wait for every
-//   lock and its 50 ms retry for the first SpinLock row.
+//   against the original ~13 ms of JPA work. We keep the original lease
+//   (100 ms) anyway: it is 1,000 x the section here, so a lease only runs
+//   out if a holder is descheduled for 100 ms (a badly overloaded machine;
+//   it would show as lock_lost and a wrong stock, never silently), and a
+//   shorter lease would teach nothing new. Likewise the original 4 s wait
+//   for every lock and its 50 ms retry for the first SpinLock row.
 // - Without a lock the race needs no help on 2 cores: 4 threads each spend
 //   most of a task waiting for a reply, so between one thread's GET and its
 //   SET the others' GETs arrive and read the same value. On the 2-core lab
@@ -37,7 +39,7 @@
 //   `gap` (a pause between read and write that widens the window,
 //   `--gap_us`) stays 0 by default; it exists for a machine where the race
 //   is rarer, and the printout says when it was used.
-// - A task that finds the stock at 0 writes nothing (the seed's decrease()
+// - A task that finds the stock at 0 writes nothing (the original decrease()
 //   throws on a negative stock), so the final stock is always in
 //   [0, initial] and a lost update shows as a stock ABOVE its true value.
 //
@@ -61,7 +63,7 @@
 // exclusion costs. Round trips per task are steady from run to run; wall
 // times on the 2-core lab machine (busy with other builds, load average
 // 3-8; four quick runs) were not, so read them as ranges:
-// - SpinLock with the seed's 50 ms retry (350-610 ms for 1,000 tasks) is
+// - SpinLock with the original 50 ms retry (350-610 ms for 1,000 tasks) is
 //   not slow here, and that is a lesson about barging, not about polling:
 //   the thread that just released takes its next task and re-acquires at
 //   once while the other three sleep through their 50 ms, so one thread
@@ -69,7 +71,7 @@
 //   happens to land in a gap (a few times per run: tasks per thread like
 //   803/195/1/1 or 493/279/227/1 in a side experiment; 15-37 failed polls in
 //   1,000 tasks, hence 4.0 round trips per task). Fast, and unfair.
-// - SpinLock with the seed's backoff (0.4-2.5 s) has the same round trips
+// - SpinLock with the original backoff (0.4-2.5 s) has the same round trips
 //   and a longer, erratic tail: at the end the last waiters are asleep for
 //   up to 1 s each, whether or not the lock is free.
 // - PubSubLock (0.2-1.7 s) costs 5 round trips a task: GET, SET, the
@@ -108,12 +110,12 @@ namespace locklab::scenarios::stock {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-enum class StockLock { kNone, kSpinSeed, kSpinBackoff, kPubSub, kAdaptive, kFair };
+enum class StockLock { kNone, kSpinPoll50, kSpinBackoff, kPubSub, kAdaptive, kFair };
 
 inline const char* stock_lock_name(StockLock l) {
   switch (l) {
     case StockLock::kNone: return "none";
-    case StockLock::kSpinSeed: return "SpinLock(seed:50ms)";
+    case StockLock::kSpinPoll50: return "SpinLock(poll:50ms)";
     case StockLock::kSpinBackoff: return "SpinLock(backoff)";
     case StockLock::kPubSub: return "PubSubLock";
     case StockLock::kAdaptive: return "AdaptiveLock";
@@ -124,14 +126,14 @@ inline const char* stock_lock_name(StockLock l) {
 
 // The table's rows, in order: the lesson first.
 inline std::vector<StockLock> stock_rows() {
-  return {StockLock::kNone,    StockLock::kSpinSeed, StockLock::kSpinBackoff,
+  return {StockLock::kNone,    StockLock::kSpinPoll50, StockLock::kSpinBackoff,
           StockLock::kPubSub,  StockLock::kAdaptive, StockLock::kFair};
 }
 
 struct StockConfig {
   int stock = 1'000;
   int tasks = 1'000;
-  int threads = 0;  // 0: 2 x hardware_concurrency, the seed's pool
+  int threads = 0;  // 0: 2 x hardware_concurrency, the case study's pool
   std::chrono::milliseconds lease{100};
   std::chrono::milliseconds lock_timeout{4'000};
   // Pause between the GET and the SET; 0 = none (see the essay).
@@ -257,8 +259,8 @@ inline StockResult run_stock(const redis::Client::Options& server, StockLock whi
       r = detail::run_with(client, none, c, threads);
       break;
     }
-    case StockLock::kSpinSeed: {
-      redis::SpinLock::Options so;  // the seed's: fixed 50 ms retry
+    case StockLock::kSpinPoll50: {
+      redis::SpinLock::Options so;  // the case study's: fixed 50 ms retry
       so.lease = c.lease;
       so.retry_interval = 50ms;
       redis::SpinLock lock(client, lock_name, so);
@@ -266,7 +268,7 @@ inline StockResult run_stock(const redis::Client::Options& server, StockLock whi
       break;
     }
     case StockLock::kSpinBackoff: {
-      redis::SpinLock::Options so;  // the seed's backoff: 100, 150, 225 ... ms, capped at 1 s
+      redis::SpinLock::Options so;  // the case study's backoff: 100, 150, 225 ... ms, capped at 1 s
       so.lease = c.lease;
       so.retry_interval = 100ms;
       so.backoff = redis::SpinLock::Backoff::kExponential;
@@ -285,7 +287,7 @@ inline StockResult run_stock(const redis::Client::Options& server, StockLock whi
       break;
     }
     case StockLock::kAdaptive: {
-      redis::AdaptiveLock::Options ao;  // the seed's spin budget: 5 ms in [0.2, 20] ms
+      redis::AdaptiveLock::Options ao;  // the k6 lock table's spin budget: 5 ms in [0.2, 20] ms
       ao.lease = c.lease;
       redis::AdaptiveLock lock(client, lock_name, ao);
       r = detail::run_with(client, lock, c, threads);

@@ -1,20 +1,20 @@
-// vus_table.hpp — seed 004's k6 table "Lettuce vs Redisson vs adaptive
-// lock" as a reusable engine: V virtual users share a fixed number of
-// requests; each request takes one Redis lock, holds it briefly and
-// releases it; we report the whole request's avg / p50 / p95 latency and the
-// acquisitions per second. Header-only so that `scenarios vus_table` (the
-// table) and tests/distributed/stock_scenario_test.cpp (its shape) run the
-// same code.
+// vus_table.hpp — the k6 lock table (docs/case-studies.md#the-k6-lock-table),
+// "Lettuce vs Redisson vs adaptive lock", as a reusable engine: V virtual
+// users share a fixed number of requests; each request takes one Redis lock,
+// holds it briefly and releases it; we report the whole request's avg /
+// p50 / p95 latency and the acquisitions per second. Header-only so that
+// `scenarios vus_table` (the table) and tests/distributed/stock_scenario_test.cpp
+// (its shape) run the same code.
 //
-// What the seed measured
-// ----------------------
+// What the original authors measured
+// ----------------------------------
 // A Spring coupon endpoint behind a lock, driven by k6 with 1, 5 and 50
-// VUs and "100 requests" (the post shows neither the k6 script nor its
-// executor; we read it as 100 in all, shared: at 50 VUs each VU sends
+// VUs and "100 requests" (the case study shows neither the k6 script nor
+// its executor; we read it as 100 in all, shared: at 50 VUs each VU sends
 // about 2). The strategies: Lettuce polling (`SET NX`, lock
 // TTL 3 s, `Thread.sleep(100)` between tries, no time limit, release by
 // GET-compare-DEL), Redisson `tryLock(5 s)` (pub/sub wake-up, watchdog
-// lease), and the author's adaptive lock (spin budget 5 ms, then pub/sub,
+// lease), and the authors' adaptive lock (spin budget 5 ms, then pub/sub,
 // 5 s deadline). Its result: polling wins when nobody competes and loses
 // badly as soon as anyone does (5 VUs: p50 1.27 ms but p95 104 ms = one
 // poll interval; 50 VUs: p95 2.61 s), pub/sub stays flat (p95 50 ms at 50
@@ -23,11 +23,11 @@
 // What we scale, and why
 // ----------------------
 // - A VU is a thread of this process, all sharing one Client (the service's
-//   connection pool) and one lock object per key, as in the seed's one
-//   service instance. No HTTP, no database: the request is acquire, a 1 ms
-//   hold (a sleep: the redis_locks suite's hold, standing in for the
-//   seed's JPA read-and-save), release. So our 1-VU latencies are ~1.3 ms
-//   where the seed's included its HTTP round trip.
+//   connection pool) and one lock object per key, as in the case study's
+//   one service instance. No HTTP, no database: the request is acquire, a
+//   1 ms hold (a sleep: the redis_locks suite's hold, standing in for the
+//   original JPA read-and-save), release. So our 1-VU latencies are
+//   ~1.3 ms where the original ones included their HTTP round trip.
 // - Between two requests a VU thinks 1 ms (untimed), standing in for what a
 //   k6 VU spends between them: the HTTP response travelling back and the
 //   next request travelling in. It matters more than it looks. With no
@@ -36,18 +36,18 @@
 //   measured PubSubLock at 5 VUs with one VU running ~96 of the 100 requests
 //   back to back while the other four waited the whole cell (~130 ms), so
 //   p50 was the uncontended 1.3 ms and max the cell's length, a pattern the
-//   seed's p50 of 3.88 ms (every VU served in turn) does not show.
-// - The seed's parameters otherwise: SpinLock(poll-100ms) sleeps a fixed
-//   100 ms between tries with a 3 s lease; PubSubLock uses the watchdog
-//   (lease 0), as tryLock without a leaseTime does; AdaptiveLock the
-//   seed's spin budget and 3 s lease; FairLock (not in the seed) a 3 s
-//   lease. Every acquire is bounded by a 10 s wait (the seed's Lettuce loop
-//   had none; a timeout would show in the table, none is expected). Our
-//   release is one compare-and-delete script where the seed's Lettuce code
-//   sent GET, then DEL.
-// - 100 requests per cell in quick mode (the seed's count; the whole table
-//   takes ~6 s on 2 cores), 1,000 in full mode for steadier percentiles.
-//   All VUs start together, as k6 starts a test's VUs at once.
+//   original p50 of 3.88 ms (every VU served in turn) does not show.
+// - The case study's parameters otherwise: SpinLock(poll-100ms) sleeps a
+//   fixed 100 ms between tries with a 3 s lease; PubSubLock uses the watchdog
+//   (lease 0), as tryLock without a leaseTime does; AdaptiveLock the original
+//   spin budget and 3 s lease; FairLock (not in the case study) a 3 s lease.
+//   Every acquire is bounded by a 10 s wait (the original Lettuce loop had
+//   none; a timeout would show in the table, none is expected). Our release
+//   is one compare-and-delete script where the original Lettuce code sent
+//   GET, then DEL.
+// - 100 requests per cell in quick mode (the case study's count; the whole
+//   table takes ~6 s on 2 cores), 1,000 in full mode for steadier
+//   percentiles. All VUs start together, as k6 starts a test's VUs at once.
 // - Percentiles are over every request of the cell (LatencySampler keeps
 //   them all at this size), nearest rank: p95 of 100 requests is the 95th.
 //   A tail that only 4 or 5 requests in 100 reach (polling at 5 VUs) puts
@@ -61,8 +61,8 @@
 // lock free before the sleepers wake. On the 2-core lab machine (busy with
 // other builds and benchmarks, load average 3-8; three quick runs)
 // SpinLock(poll-100ms) at 50 VUs: avg 571-761 ms, p95 2.3-3.2 s, against
-// the seed's 600 ms and 2.61 s, and 27-36 acquisitions/s where the 1 ms hold
-// allows ~500; at 5 VUs p95 sat at ~102 ms (the seed's 103.67) or, when
+// the original 600 ms and 2.61 s, and 27-36 acquisitions/s where the 1 ms
+// hold allows ~500; at 5 VUs p95 sat at ~102 ms (the original 103.67) or, when
 // fewer than 5 requests waited, a few ms, with max 300-500 ms either way.
 // A wake-up on release (pub/sub, or FairLock's direct hand-off) makes the
 // latency grow with the queue (V x hold) instead of with the interval: at
@@ -118,7 +118,7 @@ inline const char* vu_lock_name(VuLock l) {
   return "?";
 }
 
-// The seed's three strategies in its order, then ours.
+// The case study's three strategies in its order, then ours.
 inline std::vector<VuLock> vu_locks() { return {VuLock::kSpinPoll, VuLock::kPubSub, VuLock::kAdaptive, VuLock::kFair}; }
 
 struct VusConfig {

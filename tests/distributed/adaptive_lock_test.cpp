@@ -86,7 +86,7 @@ TEST_F(AdaptiveLockTest, ExcludesProcessesDoingANonAtomicReadModifyWrite) {
 TEST_F(AdaptiveLockTest, AFailedSpinShrinksTheBudgetDownToItsFloor) {
   AdaptiveLock lock(client(), key(), leased(10s));
   Holder holder(lock);
-  EXPECT_EQ(lock.spin_budget(), 5ms) << "the seed's default";
+  EXPECT_EQ(lock.spin_budget(), 5ms) << "the k6 lock table's default";
   auto previous = lock.spin_budget();
   for (int i = 0; i < 8; ++i) {
     EXPECT_FALSE(lock.try_lock_for(40ms));

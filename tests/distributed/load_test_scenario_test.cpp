@@ -1,4 +1,4 @@
-// The invariants of seed 000's load test (benches/scenarios/load_test.hpp),
+// The invariants of the ticket-sale load test (benches/scenarios/load_test.hpp),
 // at small sizes and a large time scale on the test's own redis-server:
 // every offered request ends in exactly one outcome; one holder at a time
 // (a counter under the permit); GuardedLock's gate never lets more than
@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 
 class LoadTestScenario : public redis::testing::RedisTest {
  protected:
-  // Case 2's shape, 2 seed minutes at time scale 500 (0.24 s), a lease far
+  // Case 2's shape, 2 unscaled minutes at time scale 500 (0.24 s), a lease far
   // beyond any hold so that a slow machine (ASan) cannot expire a permit
   // under its holder.
   LoadConfig small(bool guarded) {
@@ -73,7 +73,7 @@ TEST_F(LoadTestScenario, RawSemaphoreAccountsForEveryRequestAndExcludes) {
 
 TEST_F(LoadTestScenario, GuardedLockNeverLetsMoreThanMaxWaitersIn) {
   LoadConfig c = small(true);
-  c.rate_per_min = 300;  // six times the seed's rate: the gate must close
+  c.rate_per_min = 300;  // six times the case study's rate: the gate must close
   c.max_waiters = 2;
   c.workers = 16;
   const LoadResult r = run(c);

@@ -1,4 +1,4 @@
-// The invariants of seed 003's pool exhaustion (benches/scenarios/
+// The invariants of the drained thread pool (benches/scenarios/
 // pool_rejection.hpp): the executor follows ThreadPoolExecutor's rule
 // (core, queue, max, reject) exactly; every request and every task is
 // accounted for; one holder at a time; a zero-wait refresh sends exactly one

@@ -32,7 +32,7 @@ TEST_F(SpinLockTest, UncontendedLockAndUnlockAreTwoRoundTripsAndLeaveNothingBehi
   EXPECT_EQ(client().command({"GET", key()}).as_string(), client().thread_owner());
   const auto pttl = client().command({"PTTL", key()}).as_integer();
   EXPECT_GT(pttl, 0);
-  EXPECT_LE(pttl, 100) << "the seed's default lease is 100 ms";
+  EXPECT_LE(pttl, 100) << "the stock test's default lease is 100 ms";
   const auto mid = client().round_trips();
   lock.unlock();
   EXPECT_EQ(client().round_trips() - mid, 2u) << "the first release also loads its script";
@@ -68,7 +68,7 @@ TEST_F(SpinLockTest, ZeroOrNegativeTimeoutsAreASingleTry) {
 
 TEST_F(SpinLockTest, ATimedTryPollsAtTheIntervalAndFailsNoEarlierThanTheDeadline) {
   SpinLock::Options o;
-  o.retry_interval = 50ms;  // the seed's
+  o.retry_interval = 50ms;  // the stock test's
   SpinLock lock(client(), key(), o);
   client().command({"SET", key(), "someone-else", "PX", "10000"});
   const auto start = Clock::now();

@@ -1,4 +1,4 @@
-// The seeds' load experiments (benches/scenarios/stock.hpp and
+// The case studies' load experiments (benches/scenarios/stock.hpp and
 // vus_table.hpp) at small sizes on a real redis-server: under every lock the
 // stock ends at exactly 0 with every decrement accounted for; without a lock
 // it stays within [0, initial] (how much is lost is luck, not asserted); and
@@ -79,7 +79,7 @@ TEST_F(StockScenario, AGapBetweenReadAndWriteIsHonoured) {
   c.tasks = c.stock = 20;
   c.threads = 1;  // one thread: 20 gaps back to back
   c.gap = std::chrono::microseconds(2'000);
-  const stock::StockResult r = stock::run_stock(options(), stock::StockLock::kSpinSeed, c);
+  const stock::StockResult r = stock::run_stock(options(), stock::StockLock::kSpinPoll50, c);
   EXPECT_EQ(r.final_stock, 0);
   EXPECT_GE(r.wall_ms, 20 * 2.0);  // a lower bound that sleep_for guarantees, not a speed
 }

@@ -117,7 +117,7 @@ TYPED_TEST(FiberLockTyped, ExcludesFibersOnOneCarrier) {
   EXPECT_EQ(g.overlaps.load(), 0);
 }
 
-// The migration test: the holder suspends inside the critical
+// The migration test: the holder suspends inside the critical
 // section (only legal with the fiber-parking policy) and often resumes, and
 // releases, on the other carrier.
 TEST(FiberLock, ExcludesFibersThatMigrateWhileHolding) {

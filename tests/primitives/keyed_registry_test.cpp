@@ -148,8 +148,9 @@ TEST_F(KeyedRegistryTest, ReclamationRacingAcquireKeepsOneInstancePerKey) {
   EXPECT_EQ(Probe::constructed.load(), Probe::destroyed.load());
 }
 
-// The seed's leak, fixed: a stream of 100k distinct keys, each used briefly,
-// leaves the registry no bigger than the number of handles alive at once.
+// The ticket-sale semaphore herd's leak, fixed: a stream of 100k distinct
+// keys, each used briefly, leaves the registry no bigger than the number of
+// handles alive at once.
 TEST_F(KeyedRegistryTest, StreamOfDistinctKeysStaysBounded) {
   constexpr int kKeys = 100'000;
   constexpr std::size_t kWindow = 8;  // handles kept alive at once
@@ -200,9 +201,10 @@ TEST_F(KeyedRegistryTest, StreamOfDistinctKeysFromManyThreadsStaysBounded) {
   EXPECT_EQ(reg.size(), 0u);
 }
 
-// The seed's use: a per-key Semaphore(1) as a local lock. Threads working on
-// the same key exclude each other; the entry survives while anyone holds a
-// handle (so everyone contending for a key meets the same semaphore).
+// The ticket-sale semaphore herd's use: a per-key Semaphore(1) as a local
+// lock. Threads working on the same key exclude each other; the entry
+// survives while anyone holds a handle (so everyone contending for a key
+// meets the same semaphore).
 TEST_F(KeyedRegistryTest, PerKeySemaphoreExcludesPerKey) {
   constexpr int kThreads = 6;
   constexpr int kIterations = 2'000;

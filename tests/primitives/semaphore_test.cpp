@@ -96,7 +96,8 @@ TEST_P(SemaphoreModes, OverflowingReleaseWithWaitersQueuedThrowsAndChangesNothin
 }
 
 TEST_P(SemaphoreModes, ReleaseFromAnotherThreadWakesTheAcquirer) {
-  // The seed's point: no owner, so a thread that never acquired may release.
+  // The ticket-sale semaphore herd's point: no owner, so a thread that never
+  // acquired may release.
   Semaphore s(0, GetParam());
   std::atomic<bool> got{false};
   std::jthread acquirer([&] {

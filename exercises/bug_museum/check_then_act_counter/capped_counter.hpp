@@ -1,7 +1,8 @@
 // capped_counter.hpp — EXHIBIT check_then_act_counter (bug museum; read
 // README.md): a counter with a ceiling (seats sold, concurrent downloads,
-// the seed's maxWaiters gate), built from atomics only. Every single
-// operation on it is atomic. The operations it offers are not.
+// the maxWaiters gate of the ticket-sale semaphore herd), built from
+// atomics only. Every single operation on it is atomic. The operations it
+// offers are not.
 //
 // - try_increment(): "if below the cap, add one": check, then act.
 // - increment(): "read it, add one, write it back": load, then store.
