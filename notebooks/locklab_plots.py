@@ -631,9 +631,10 @@ def plot_table_suite(df, context, out_dir) -> list:
 def plot_waiters_over_time(df, context, out_dir) -> list:
     """``out_dir/<suite>_waiters.png`` for a suite with time-series samples
     (the load test): per case (the impl's part before its last ``.``), the
-    requests waiting in the lock call against time in the seed's seconds,
-    one line per implementation (solid), and those queued for a free thread
-    (dashed, when any).  ``[]`` when ``df`` has no samples."""
+    requests waiting in the lock call against time in the case study's
+    seconds (the scenario runs time-scaled), one line per implementation
+    (solid), and those queued for a free thread (dashed, when any).  ``[]``
+    when ``df`` has no samples."""
     if SERIES_KNOB not in df or "lock_waiters" not in df:
         return []
     samples = df[df[SERIES_KNOB].notna()]
@@ -656,7 +657,7 @@ def plot_waiters_over_time(df, context, out_dir) -> list:
                 ax.plot(x, mine["queued"], color=colour, linestyle="--",
                         label=f"{label}: queued for a thread")
         ax.set_title(case)
-        ax.set_xlabel("time (seed seconds)")
+        ax.set_xlabel("time (case-study seconds)")
         ax.set_ylabel("requests")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
