@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
                        f"--benchmark_repetitions={args.inner}", "--benchmark_enable_random_interleaving=true",
                        f"--benchmark_out={out}", "--benchmark_out_format=json"]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
-                pair = pair_from_json(json.loads(out.read_text()), args.suite, args.a, args.b) \
+                pair = pair_from_json(json.loads(out.read_text(encoding="utf-8")), args.suite, args.a, args.b) \
                     if proc.returncode == 0 and out.exists() else None
                 if pair is None:
                     failure = (f"{point_key(waiters, workload)} repetition {rep + 1} gave no pair "
@@ -229,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         Path(args.out).write_text(json.dumps(
             {"suite": args.suite, "a": args.a, "b": args.b, "reps": args.reps, "inner": args.inner,
              "duration_ms": args.duration_ms, "seed": args.seed, "revision": args.revision,
-             "complete": failure is None, "error": failure, "points": rows, "pairs": pairs}, indent=1) + "\n")
+             "complete": failure is None, "error": failure, "points": rows, "pairs": pairs}, indent=1) + "\n",
+            encoding="utf-8")
         print(f"pairs and summary: {args.out}", file=sys.stderr)
     if failure:
         return 1

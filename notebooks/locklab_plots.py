@@ -136,7 +136,7 @@ def _read_json(path) -> dict:
     """Read and minimally validate one benchmark JSON file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BenchmarkFormatError(f"{path}: cannot read JSON: {exc}") from exc
     if (not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list)

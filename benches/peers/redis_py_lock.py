@@ -561,7 +561,8 @@ def main(argv=None) -> int:
                 print(f"{name:<72} ERROR {exc}", flush=True)
         entries.sort(key=lambda e: (e["family_index"], e["repetition_index"]))
         path = out_dir / OUT_NAME
-        path.write_text(json.dumps({"context": context(args), "benchmarks": entries}, indent=2) + "\n")
+        path.write_text(json.dumps({"context": context(args), "benchmarks": entries}, indent=2) + "\n",
+                        encoding="utf-8")
         print(f"wrote {path}")
         return 1 if any(e.get("error_occurred") for e in entries) else 0
     except PeerError as exc:
