@@ -1,0 +1,190 @@
+#include "primitives/parking_lot_mutex.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "tests/primitives/lock_conformance.hpp"
+
+namespace locklab {
+namespace {
+
+// The policies as default-constructible types, for the typed suite.
+struct ParkOnlyParkingLotMutex : ParkingLotMutex {
+  ParkOnlyParkingLotMutex() : ParkingLotMutex(SpinPolicy::park_only()) {}
+};
+struct SpinOnlyParkingLotMutex : ParkingLotMutex {
+  SpinOnlyParkingLotMutex() : ParkingLotMutex(SpinPolicy::spin_only()) {}
+};
+struct FixedSpinParkingLotMutex : ParkingLotMutex {
+  FixedSpinParkingLotMutex() : ParkingLotMutex(SpinPolicy::fixed(100)) {}
+};
+
+}  // namespace
+}  // namespace locklab
+
+using ParkingLotMutexTypes =
+    ::testing::Types<locklab::ParkingLotMutex, locklab::ParkOnlyParkingLotMutex, locklab::SpinOnlyParkingLotMutex,
+                     locklab::FixedSpinParkingLotMutex>;
+INSTANTIATE_TYPED_TEST_SUITE_P(ParkingLot, LockConformance, ParkingLotMutexTypes);
+
+namespace locklab {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `threads` threads x `iterations` lock/unlock, sleeping `hold` inside the
+// lock every `hold_every`-th time (so the holder leaves the core and
+// waiters outlast any spin budget); returns the sections counted.
+std::uint64_t hammer(ParkingLotMutex& lock, int threads, int iterations, std::chrono::microseconds hold,
+                     int hold_every = 1) {
+  std::uint64_t n = 0;
+  {
+    std::vector<std::jthread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&] {
+        for (int i = 0; i < iterations; ++i) {
+          std::lock_guard g(lock);
+          ++n;
+          if (i % hold_every == 0) std::this_thread::sleep_for(hold);
+        }
+      });
+    }
+  }
+  return n;
+}
+
+TEST(ParkingLotMutexTest, EveryWakeWakesASleeperAndEverySleeperIsWokenOnce) {
+  // The property the futex-word mutex lacks: a release wakes only a thread
+  // that is queued in the lot, so (with no timed waits) the wakes counted by
+  // releases equal the parks that ended in a wake-up, exactly. A release
+  // that woke a thread that was not asleep, or a sleeper woken twice, would
+  // break the equality.
+  ParkingLotMutex lock;
+  EXPECT_EQ(hammer(lock, 4, 50, 300us, 2), 200u);
+  const LockStatsSnapshot s = lock.stats();
+  EXPECT_GT(s.parks, 0);
+  EXPECT_EQ(s.wakes, s.parks);
+  EXPECT_LE(s.handoffs, s.wakes);
+  EXPECT_FALSE(lock.is_locked());
+}
+
+TEST(ParkingLotMutexTest, ParkOnlyNeverSpins) {
+  ParkOnlyParkingLotMutex lock;
+  hammer(lock, 3, 40, 200us);
+  const LockStatsSnapshot s = lock.stats();
+  EXPECT_EQ(s.spins, 0);
+  EXPECT_GT(s.parks, 0);
+  EXPECT_EQ(s.wakes, s.parks);
+}
+
+TEST(ParkingLotMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
+  // One thread re-takes the lock in a tight loop (it always runs, so it
+  // would win every race against a sleeper that must first be scheduled);
+  // another calls lock(). The fair hand-off (about every millisecond of
+  // contention) must get the queued thread in. A liveness check with a
+  // generous bound, not a speed assertion.
+  ParkingLotMutex lock;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> got_it{false};
+  std::jthread barger([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::lock_guard g(lock);
+    }
+  });
+  std::this_thread::sleep_for(5ms);
+  std::jthread waiter([&] {
+    for (int i = 0; i < 20; ++i) {
+      std::lock_guard g(lock);
+    }
+    got_it = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!got_it && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  stop = true;
+  waiter.join();
+  barger.join();
+  EXPECT_TRUE(got_it) << "20 acquisitions against a running barger did not finish within 20 s";
+}
+
+TEST(ParkingLotMutexTest, TimedOutWaitersLeaveTheLockUsable) {
+  // Timed tries that give up (some queued, some as the woken successor)
+  // must leave no "parked" or "woken" bit that stops later releases from
+  // waking a sleeper: untimed lockers run beside them and must all finish.
+  // A lost wake-up leaves one asleep for good, so a hang is the failure
+  // (detected with a bound, then the process aborts: a stuck thread cannot
+  // be joined). One such interleaving (a woken successor that times out
+  // while the lock is free, after a release skipped its wake-up) is too
+  // narrow for this run to produce reliably: with that hand-back removed
+  // from give_up, 8 runs of this test still passed.
+  ParkingLotMutex lock;
+  std::atomic<std::uint64_t> acquired{0};
+  std::atomic<int> untimed_done{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      std::minstd_rand rng(static_cast<unsigned>(t) + 1);
+      for (int i = 0; i < 300; ++i) {
+        if (lock.try_lock_for(std::chrono::microseconds(rng() % 300))) {
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+          acquired.fetch_add(1, std::memory_order_relaxed);
+          lock.unlock();
+        }
+      }
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) {
+        std::lock_guard g(lock);
+        acquired.fetch_add(1, std::memory_order_relaxed);
+      }
+      untimed_done.fetch_add(1);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (untimed_done.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  if (untimed_done.load() < 2) {
+    std::fprintf(stderr, "an untimed lock() did not return within 30 s: a lost wake-up\n");
+    std::abort();
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_GE(acquired.load(), 600u);
+  EXPECT_FALSE(lock.is_locked());
+  // A holder, a blocked locker, a release: the locker must get the lock.
+  lock.lock();
+  std::atomic<bool> got_it{false};
+  std::jthread locker([&] {
+    std::lock_guard g(lock);
+    got_it = true;
+  });
+  std::this_thread::sleep_for(20ms);  // let it queue
+  lock.unlock();
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!got_it && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(got_it);
+}
+
+TEST(ParkingLotMutexTest, TheUncontendedPathTouchesNothingButTheWord) {
+  ParkingLotMutex lock;
+  for (int i = 0; i < 1000; ++i) {
+    lock.lock();
+    lock.unlock();
+    ASSERT_TRUE(lock.try_lock());
+    lock.unlock();
+  }
+  const LockStatsSnapshot s = lock.stats();
+  EXPECT_EQ(s.contended_acquires + s.spins + s.parks + s.wakes + s.handoffs, 0);
+  EXPECT_EQ(lock.spin_budget(), SpinPolicy::kDefaultInitialSpins);
+}
+
+}  // namespace
+}  // namespace locklab
