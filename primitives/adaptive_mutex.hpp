@@ -296,6 +296,7 @@
 
 #include "primitives/cache_line.hpp"
 #include "primitives/lock_stats.hpp"
+#include "primitives/timed_try_lock.hpp"
 
 namespace locklab {
 
@@ -350,7 +351,7 @@ struct SpinPolicy {
   static constexpr SpinPolicy park_only() noexcept { return {Kind::kParkOnly, 0, 0, 0}; }
 };
 
-class AdaptiveMutex {
+class AdaptiveMutex : public TimedTryLock<AdaptiveMutex> {
  public:
   // Precondition for adaptive(): min_spins <= initial_spins <= max_spins
   // (the constructor clamps initial_spins into the bounds otherwise).
@@ -376,28 +377,8 @@ class AdaptiveMutex {
            state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire, std::memory_order_relaxed);
   }
 
-  // Tries to take the lock until `timeout` has passed (steady clock). Zero or
-  // negative: exactly one try_lock(). Returns whether the caller holds it.
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) noexcept {
-    if (timeout <= timeout.zero()) return try_lock();
-    return try_lock_until(std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
-  }
-
-  // Tries to take the lock until `deadline`. A deadline already past: one
-  // try_lock(). Returns false no earlier than the deadline.
-  template <class Duration>
-  bool try_lock_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& deadline) noexcept {
-    if (try_lock()) return true;
-    const auto d = std::chrono::ceil<std::chrono::steady_clock::duration>(deadline);
-    if (std::chrono::steady_clock::now() >= d) return false;
-    return lock_slow_until(d);
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) noexcept {
-    return try_lock_for(deadline - Clock::now());
-  }
+  // try_lock_for(d), try_lock_until(t): from TimedTryLock (primitives/timed_try_lock.hpp),
+  // on try_lock() and lock_slow_until().
 
   // Releases the lock and wakes one parked thread if there may be one.
   // Precondition: the caller holds it (see "What is invalid").
@@ -421,6 +402,8 @@ class AdaptiveMutex {
   static std::uint32_t max_spinners() noexcept;
 
  private:
+  friend class TimedTryLock<AdaptiveMutex>;
+
   static constexpr std::uint32_t kUnlocked = 0;
   static constexpr std::uint32_t kLocked = 1;
   static constexpr std::uint32_t kLockedWithWaiters = 2;

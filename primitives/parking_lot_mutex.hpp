@@ -97,10 +97,11 @@
 #include "primitives/adaptive_mutex.hpp"  // SpinPolicy
 #include "primitives/cache_line.hpp"
 #include "primitives/lock_stats.hpp"
+#include "primitives/timed_try_lock.hpp"
 
 namespace locklab {
 
-class ParkingLotMutex {
+class ParkingLotMutex : public TimedTryLock<ParkingLotMutex> {
  public:
   explicit ParkingLotMutex(SpinPolicy policy = SpinPolicy::adaptive()) noexcept;
   ParkingLotMutex(const ParkingLotMutex&) = delete;
@@ -123,28 +124,8 @@ class ParkingLotMutex {
     return false;
   }
 
-  // Tries until `timeout` has passed (steady clock). Zero or negative: one
-  // try_lock(). Returns whether the caller holds the lock.
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) noexcept {
-    if (timeout <= timeout.zero()) return try_lock();
-    return try_lock_until(std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
-  }
-
-  // Tries until `deadline`; a deadline already past is one try_lock().
-  // Returns false no earlier than the deadline.
-  template <class Duration>
-  bool try_lock_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& deadline) noexcept {
-    if (try_lock()) return true;
-    const auto d = std::chrono::ceil<std::chrono::steady_clock::duration>(deadline);
-    if (std::chrono::steady_clock::now() >= d) return false;
-    return lock_slow_until(d);
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) noexcept {
-    return try_lock_for(deadline - Clock::now());
-  }
+  // try_lock_for(d), try_lock_until(t): from TimedTryLock (primitives/timed_try_lock.hpp),
+  // on try_lock() and lock_slow_until().
 
   // Releases the lock; wakes one queued thread only if one is queued and no
   // successor is awake. Pre: the caller holds it.
@@ -162,6 +143,8 @@ class ParkingLotMutex {
   LockStatsSnapshot stats() const noexcept { return stats_.snapshot(); }
 
  private:
+  friend class TimedTryLock<ParkingLotMutex>;
+
   static constexpr std::uint8_t kHeld = 1;
   static constexpr std::uint8_t kParked = 2;
   static constexpr std::uint8_t kWoken = 4;

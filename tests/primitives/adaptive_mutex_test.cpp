@@ -13,26 +13,10 @@
 #include <vector>
 
 #include "tests/primitives/lock_conformance.hpp"
+#include "tests/primitives/lock_hammer.hpp"
+#include "tests/primitives/spin_policy_variants.hpp"
 
-namespace locklab {
-namespace {
-
-// The policies as default-constructible types, for the typed suite.
-struct ParkOnlyMutex : AdaptiveMutex {
-  ParkOnlyMutex() : AdaptiveMutex(SpinPolicy::park_only()) {}
-};
-struct SpinOnlyMutex : AdaptiveMutex {
-  SpinOnlyMutex() : AdaptiveMutex(SpinPolicy::spin_only()) {}
-};
-struct FixedSpinMutex : AdaptiveMutex {
-  FixedSpinMutex() : AdaptiveMutex(SpinPolicy::fixed(100)) {}
-};
-
-}  // namespace
-}  // namespace locklab
-
-using AdaptiveMutexTypes =
-    ::testing::Types<locklab::AdaptiveMutex, locklab::ParkOnlyMutex, locklab::SpinOnlyMutex, locklab::FixedSpinMutex>;
+using AdaptiveMutexTypes = locklab::testing::SpinPolicyVariants<locklab::AdaptiveMutex>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Adaptive, LockConformance, AdaptiveMutexTypes);
 
 namespace locklab {
@@ -40,26 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runs `threads` threads x `iterations` lock/unlock, holding for `hold`
-// (sleeping, so the holder leaves the core) every `hold_every`-th time.
-template <class L>
-std::uint64_t hammer(L& lock, int threads, int iterations, std::chrono::microseconds hold = 0us,
-                     int hold_every = 1) {
-  std::uint64_t n = 0;
-  std::vector<std::jthread> ts;
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&] {
-      for (int i = 0; i < iterations; ++i) {
-        lock.lock();
-        ++n;
-        if (hold.count() > 0 && i % hold_every == 0) std::this_thread::sleep_for(hold);
-        lock.unlock();
-      }
-    });
-  }
-  ts.clear();
-  return n;
-}
+using testing::hammer;
 
 TEST(AdaptiveMutexTest, ParksAndWakesUnderContentionWithLongHolds) {
   // A holder that sleeps 500 us outlasts any spin budget (max 500 polls of

@@ -13,27 +13,10 @@
 #include <vector>
 
 #include "tests/primitives/lock_conformance.hpp"
+#include "tests/primitives/lock_hammer.hpp"
+#include "tests/primitives/spin_policy_variants.hpp"
 
-namespace locklab {
-namespace {
-
-// The policies as default-constructible types, for the typed suite.
-struct ParkOnlyParkingLotMutex : ParkingLotMutex {
-  ParkOnlyParkingLotMutex() : ParkingLotMutex(SpinPolicy::park_only()) {}
-};
-struct SpinOnlyParkingLotMutex : ParkingLotMutex {
-  SpinOnlyParkingLotMutex() : ParkingLotMutex(SpinPolicy::spin_only()) {}
-};
-struct FixedSpinParkingLotMutex : ParkingLotMutex {
-  FixedSpinParkingLotMutex() : ParkingLotMutex(SpinPolicy::fixed(100)) {}
-};
-
-}  // namespace
-}  // namespace locklab
-
-using ParkingLotMutexTypes =
-    ::testing::Types<locklab::ParkingLotMutex, locklab::ParkOnlyParkingLotMutex, locklab::SpinOnlyParkingLotMutex,
-                     locklab::FixedSpinParkingLotMutex>;
+using ParkingLotMutexTypes = locklab::testing::SpinPolicyVariants<locklab::ParkingLotMutex>;
 INSTANTIATE_TYPED_TEST_SUITE_P(ParkingLot, LockConformance, ParkingLotMutexTypes);
 
 namespace locklab {
@@ -41,26 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// `threads` threads x `iterations` lock/unlock, sleeping `hold` inside the
-// lock every `hold_every`-th time (so the holder leaves the core and
-// waiters outlast any spin budget); returns the sections counted.
-std::uint64_t hammer(ParkingLotMutex& lock, int threads, int iterations, std::chrono::microseconds hold,
-                     int hold_every = 1) {
-  std::uint64_t n = 0;
-  {
-    std::vector<std::jthread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&] {
-        for (int i = 0; i < iterations; ++i) {
-          std::lock_guard g(lock);
-          ++n;
-          if (i % hold_every == 0) std::this_thread::sleep_for(hold);
-        }
-      });
-    }
-  }
-  return n;
-}
+using testing::hammer;
 
 TEST(ParkingLotMutexTest, EveryWakeWakesASleeperAndEverySleeperIsWokenOnce) {
   // The property the futex-word mutex lacks: a release wakes only a thread
@@ -78,7 +42,7 @@ TEST(ParkingLotMutexTest, EveryWakeWakesASleeperAndEverySleeperIsWokenOnce) {
 }
 
 TEST(ParkingLotMutexTest, ParkOnlyNeverSpins) {
-  ParkOnlyParkingLotMutex lock;
+  testing::WithSpinPolicy<ParkingLotMutex, testing::park_only> lock;
   hammer(lock, 3, 40, 200us);
   const LockStatsSnapshot s = lock.stats();
   EXPECT_EQ(s.spins, 0);
