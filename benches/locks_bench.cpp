@@ -23,11 +23,15 @@
 // The lessons the curves must show on this lab's 2-core machine: spin locks
 // collapse when waiters outnumber cores (a preempted holder or, for
 // ticket/MCS, a preempted NEXT waiter stalls every spinner for a time slice);
-// park-only pays a system call per hand-off; AdaptiveMutex tracks the better
-// of the two and never falls below std::mutex; ParkingLotMutex (the same
-// spinning, sleeping in the parking lot with an exact "parked" bit) should
-// wake far less often than AdaptiveMutex (goal: wakes_per_acquire <= 0.01 at
-// cs_ns:0) and reach the JVM's ReentrantLock. Counters per acquire come from
+// park-only pays a system call per hand-off; the ladder
+//   FutexMutex(park-only) -> FutexMutex(3-state) -> AdaptiveMutex
+// (3-state futex mutex, + adaptive spinning, + parking lot with one awake
+// successor) should climb to the JVM's ReentrantLock, and ReentrantLock and
+// Semaphore(1), on the same QueuedSynchronizer as AdaptiveMutex, with it.
+// Goals: from 4 waiters on, each of AdaptiveMutex, ReentrantLock(unfair) and
+// Semaphore(1) >= 1.0x java.ReentrantLock(unfair) and >= 0.9x its own 1-waiter
+// throughput, cpu_per_wall <= 1.2, wakes_per_acquire <= 0.01 at cs_ns:0; the
+// fair modes >= 2x java.ReentrantLock(fair). Counters per acquire come from
 // each lock's LockStats: contended_acquires, spins, parks, wakes, handoffs.
 //
 // Impl names contain no '/' (it would break the point-name grammar
@@ -51,7 +55,7 @@
 #include "primitives/adaptive_mutex.hpp"
 #include "primitives/backoff_lock.hpp"
 #include "primitives/mcs_lock.hpp"
-#include "primitives/parking_lot_mutex.hpp"
+#include "primitives/futex_mutex.hpp"
 #include "primitives/reentrant_lock.hpp"
 #include "primitives/semaphore.hpp"
 #include "primitives/tas_lock.hpp"
@@ -150,8 +154,9 @@ void register_fairness(const SuiteOptions& o, const std::string& impl, Fairness 
   register_lock<L>(o, impl, [fairness] { return std::make_unique<L>(fairness); });
 }
 
-void register_adaptive(const SuiteOptions& o, const std::string& impl, SpinPolicy policy) {
-  register_lock<AdaptiveMutex>(o, impl, [policy] { return std::make_unique<AdaptiveMutex>(policy); });
+template <class L>
+void register_with_policy(const SuiteOptions& o, const std::string& impl, SpinPolicy policy) {
+  register_lock<L>(o, impl, [policy] { return std::make_unique<L>(policy); });
 }
 
 }  // namespace
@@ -167,14 +172,16 @@ int main(int argc, char** argv) {
     bench::register_lock<TicketLock>(o, "TicketLock");
     bench::register_lock<McsLock>(o, "McsLock");
     bench::register_lock<McsParkingLock>(o, "McsParkingLock");
-    bench::register_adaptive(o, "AdaptiveMutex", SpinPolicy::adaptive());
-    bench::register_adaptive(o, "AdaptiveMutex(park-only)", SpinPolicy::park_only());
-    bench::register_adaptive(o, "AdaptiveMutex(spin-only)", SpinPolicy::spin_only());
-    bench::register_adaptive(o, "AdaptiveMutex(fixed-100)", SpinPolicy::fixed(100));
-    bench::register_lock<ParkingLotMutex>(o, "ParkingLotMutex");
+    bench::register_with_policy<FutexMutex>(o, "FutexMutex(park-only)", SpinPolicy::park_only());
+    bench::register_with_policy<FutexMutex>(o, "FutexMutex(3-state)", SpinPolicy::adaptive());
+    bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex", SpinPolicy::adaptive());
+    bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(park-only)", SpinPolicy::park_only());
+    bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(spin-only)", SpinPolicy::spin_only());
+    bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(fixed-100)", SpinPolicy::fixed(100));
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(unfair)", Fairness::kUnfair);
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(fair)", Fairness::kFair);
     bench::register_fairness<bench::SemaphoreLock>(o, "Semaphore(1)", Fairness::kUnfair);
+    bench::register_fairness<bench::SemaphoreLock>(o, "Semaphore(1,fair)", Fairness::kFair);
     // Other people's locks (benches/local_peers.hpp), and no lock at all.
     using namespace bench::peers;
     bench::register_lock<NoLock>(o, "none", bench::kPeer);

@@ -4,7 +4,7 @@
 // The algorithm
 // -------------
 // Drepper's three-state futex mutex ("Futexes Are Tricky", mutex #3), the
-// same word AdaptiveMutex in primitives/adaptive_mutex.hpp uses, without the
+// same word FutexMutex in primitives/futex_mutex.hpp uses, without the
 // spinning:
 //   state | meaning
 //   0     | unlocked
@@ -18,7 +18,7 @@
 // with queuing (see waiting_policy.hpp), and an unlock in between changes the
 // word. Not fair: a running fiber may barge past a woken one.
 //
-// Why not reuse AdaptiveMutex itself: its futex_wait is hard-wired (as it
+// Why not reuse FutexMutex itself: its futex_wait is hard-wired (as it
 // should be in primitives/, which must not depend on Boost), and its spin
 // phase would make the waiting policy less visible: a spinning fiber also
 // keeps its carrier. The algorithm is the same; only the wait is swapped.

@@ -7,7 +7,7 @@
 // The problem
 // -----------
 // Every parking primitive in this folder runs its own futex protocol on its
-// own lock word: AdaptiveMutex sleeps in futex_wait(state_, 2). The kernel
+// own lock word: FutexMutex sleeps in futex_wait(state_, 2). The kernel
 // puts a thread to sleep only while the word still holds the value it
 // expects, so a holder that keeps locking and unlocking the word makes the
 // waiter's futex_wait return at once; the waiter then re-arms the word
@@ -15,7 +15,7 @@
 // thread that never slept. The reference run measured exactly that churn
 // (results/reference/amd-epyc-2core-2026-11-30/README.md: wakes_per_acquire
 // 0.15-0.36 at cs_ns:200 with parks_per_acquire ~0), and counting the
-// sleepers did not remove it (AdaptiveMutex, "Counting sleepers"). Each new
+// sleepers did not remove it (FutexMutex, "Counting sleepers"). Each new
 // primitive would also need its own queue (Semaphore keeps one) and its own
 // lost-wake-up argument.
 //
@@ -127,8 +127,8 @@
 // behind k others in its address's queue is handed the lock within about
 // (k + 1) ms of contention. 100 us would cost up to a quarter of the lock
 // at the p99; 10 ms approaches a scheduler time slice, the wait that
-// unfairness is supposed to stay well below. AdaptiveMutex uses the same
-// 1 ms.
+// unfairness is supposed to stay well below. FutexMutex's periodic
+// hand-off and QueuedSynchronizer's starvation mode use the same 1 ms.
 // Per bucket, not per address (as WebKit and Rust's parking_lot): a
 // per-address clock would need a record that outlives the address's queue,
 // and the lot keeps nothing for an address with no parked thread (that is

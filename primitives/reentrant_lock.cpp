@@ -68,7 +68,7 @@ bool ReentrantLock::Condition::await_until_steady(Clock::time_point deadline) {
   const std::int64_t holds = lock_.holds_;
   lock_.holds_ = 0;
   lock_.owner_.store(std::thread::id(), std::memory_order_relaxed);
-  lock_.permit_.release();
+  lock_.sync_.release(1);
 
   // Wait for a signal (or the deadline). A signal sets the word before it
   // wakes us, so sleeping only while it is 0 loses no wake-up.
@@ -83,7 +83,7 @@ bool ReentrantLock::Condition::await_until_steady(Clock::time_point deadline) {
 
   // Take the lock back with the same hold count, then decide: under the
   // lock nobody can signal us concurrently.
-  lock_.permit_.acquire();
+  lock_.sync_.acquire(1);
   lock_.become_owner(self);
   lock_.holds_ = holds;
   if (!me.queued) return true;  // signalled (possibly right at the deadline)

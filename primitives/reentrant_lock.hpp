@@ -21,17 +21,20 @@
 //       std::system_error with std::errc::operation_not_permitted
 //   (Java's IllegalMonitorStateException) and change nothing. This is the
 //   difference from a Semaphore(1), which anyone may release.
-// - Fairness, chosen at construction (see semaphore.hpp for the details):
+// - Fairness, chosen at construction (queued_synchronizer.hpp has the
+//   details):
 //     ReentrantLock lock(Fairness::kFair);   // FIFO hand-off, no barging:
 //                                            // waiters acquire in arrival
 //                                            // order, try_lock() included
 //     ReentrantLock lock;                    // kUnfair (default): arrivals may
 //                                            // barge past sleeping waiters
 //   Unfair is faster under contention (the lock never waits for a sleeping
-//   thread to be scheduled) but a waiter can in principle starve; fair gives
-//   every waiter a bound (it is overtaken by nobody) and pays a context
-//   switch per contended hand-off. Unlike Java, a fair lock's untimed
-//   try_lock() does not barge either.
+//   thread to be scheduled); the woken head of the queue keeps its place,
+//   and after 1 ms awake without the lock it stops the barging until it has
+//   it. Fair gives every waiter a stronger bound (it is overtaken by
+//   nobody); it wakes the next waiter while the current holder still runs,
+//   so a contended hand-off costs a cache-line transfer, not a wake-up.
+//   Unlike Java, a fair lock's untimed try_lock() does not barge either.
 // - Timeouts: try_lock_for / try_lock_until and Condition::await_for /
 //   await_until use std::chrono::steady_clock. A zero or negative duration
 //   (or a past deadline) is a single try and never waits. A false return
@@ -80,28 +83,31 @@
 // When one thread locks and the same thread unlocks, and you want either
 // reentrancy (a locked method calling another locked method), conditions,
 // timeouts, fairness, or a guard against unlock-by-the-wrong-thread. When
-// acquire and release may run on different threads, use Semaphore. For the
-// raw fastest mutex, AdaptiveMutex (no owner bookkeeping, spins before
-// parking); this lock parks right away, like Java's.
+// acquire and release may run on different threads, use Semaphore. Without
+// any of these, AdaptiveMutex is the same algorithm minus the owner
+// bookkeeping (a relaxed load and two plain stores per lock/unlock).
 //
 // What it costs
 // -------------
 // Uncontended lock(): one relaxed load of the owner (the reentrancy check),
-// one compare-exchange on the permit word, two plain stores (owner, hold
-// count). unlock(): a relaxed load and store of the owner and one
-// compare-exchange. So two atomic read-modify-writes per lock/unlock pair,
-// like std::mutex; a reentrant lock/unlock touches no atomic RMW at all.
-// Contended paths are the Semaphore's (queue, futex park, one wake-up per
-// contended unlock). Memory: a Semaphore (~1.3 KiB with its statistics) plus
-// the owner and hold count; a Condition is three words; an awaiting thread
-// keeps its node on its stack.
+// one load and one compare-exchange on the synchronizer's word, two plain
+// stores (owner, hold count). unlock(): a relaxed load and store of the
+// owner and one compare-exchange. So two atomic read-modify-writes per
+// lock/unlock pair, like std::mutex; a reentrant lock/unlock touches no
+// atomic read-modify-write at all, only a thread-identity compare. Contended
+// paths are the QueuedSynchronizer's (adaptive spin while nobody is queued,
+// then a park in the ParkingLot; a release wakes only when nobody woken is
+// already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
+// statistics) plus the owner and hold count; a Condition is three words; an
+// awaiting thread keeps its node on its stack.
 //
 // How it works
 // ------------
-// Java builds ReentrantLock and Semaphore on one queue (AQS). Here the lock
-// *is* a Semaphore(1) with the chosen fairness, which already provides the
-// queue, the parking, FIFO hand-off or barging, timeouts and statistics;
-// this class adds ownership:
+// Java builds ReentrantLock and Semaphore on one queue (AQS), and so does
+// locklab: the lock is a QueuedSynchronizer with one permit and the chosen
+// fairness (primitives/queued_synchronizer.hpp), which provides the queue,
+// the parking, barging or FIFO order, timeouts and statistics; this class
+// adds ownership:
 //   owner_  the holding thread's id, or none       (atomic, see below)
 //   holds_  the hold count, >= 1 while held        (plain: only the owner
 //                                                   reads or writes it)
@@ -121,7 +127,7 @@
 //
 // Memory orders
 // -------------
-// - The permit's acquire/release compare-exchanges (semaphore.hpp) provide
+// - The permit's acquire/release compare-exchanges (queued_synchronizer.hpp) provide
 //   all the happens-before between critical sections.
 // - owner_ is relaxed everywhere. The only question asked of it is "is it
 //   me?". A thread reads its own id there only if it stored it itself and has
@@ -143,7 +149,8 @@
 #include <thread>
 
 #include "primitives/lock_stats.hpp"
-#include "primitives/semaphore.hpp"
+#include "primitives/deadline.hpp"
+#include "primitives/queued_synchronizer.hpp"
 
 namespace locklab {
 
@@ -152,7 +159,8 @@ class ReentrantLock {
   class Condition;
 
   // Post: unlocked, no owner. Fairness::kUnfair is Java's default.
-  explicit ReentrantLock(Fairness fairness = Fairness::kUnfair) : permit_(1, fairness) {}
+  explicit ReentrantLock(Fairness fairness = Fairness::kUnfair, SpinPolicy policy = SpinPolicy::adaptive())
+      : sync_(1, fairness, policy) {}
   // Pre: unlocked and no thread waiting (as for std::mutex).
   ~ReentrantLock() = default;
   ReentrantLock(const ReentrantLock&) = delete;
@@ -167,7 +175,7 @@ class ReentrantLock {
       ++holds_;
       return;
     }
-    permit_.acquire();
+    sync_.acquire(1);
     become_owner(self);
   }
 
@@ -179,7 +187,7 @@ class ReentrantLock {
       ++holds_;
       return true;
     }
-    if (!permit_.try_acquire()) return false;
+    if (!sync_.try_acquire(1)) return false;
     become_owner(self);
     return true;
   }
@@ -193,7 +201,10 @@ class ReentrantLock {
       ++holds_;
       return true;
     }
-    if (!permit_.try_acquire_for(timeout)) return false;
+    if (!(timeout <= timeout.zero() ? sync_.try_acquire(1)
+                                    : sync_.acquire_until(1, detail::steady_deadline_after(timeout)))) {
+      return false;
+    }
     become_owner(self);
     return true;
   }
@@ -206,7 +217,7 @@ class ReentrantLock {
       ++holds_;
       return true;
     }
-    if (!permit_.try_acquire_until(deadline)) return false;
+    if (!sync_.acquire_until(1, detail::to_steady_deadline(deadline))) return false;
     become_owner(self);
     return true;
   }
@@ -219,7 +230,7 @@ class ReentrantLock {
     if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) throw_not_owner("unlock");
     if (--holds_ != 0) return;
     owner_.store(std::thread::id(), std::memory_order_relaxed);
-    permit_.release();
+    sync_.release(1);
   }
 
   // This thread's holds: 0 if it does not hold the lock (Java getHoldCount).
@@ -230,15 +241,15 @@ class ReentrantLock {
   }
   // Whether some thread holds the lock (or, fair mode, it is being handed to
   // a woken waiter). A snapshot, for monitoring, not for synchronisation.
-  bool is_locked() const noexcept { return permit_.available_permits() == 0; }
-  bool is_fair() const noexcept { return permit_.is_fair(); }
+  bool is_locked() const noexcept { return sync_.available() == 0; }
+  bool is_fair() const noexcept { return sync_.is_fair(); }
   // Threads waiting to acquire (not those awaiting a Condition). Snapshots.
-  bool has_queued_threads() const noexcept { return permit_.has_queued_threads(); }
-  std::int64_t queue_length() const noexcept { return permit_.queue_length(); }
+  bool has_queued_threads() const noexcept { return sync_.queue_length() != 0; }
+  std::int64_t queue_length() const noexcept { return sync_.queue_length(); }
 
-  // Slow-path statistics of the lock's queue (contended acquires, parks,
-  // wakes; never spins). The uncontended path records nothing.
-  LockStatsSnapshot stats() const noexcept { return permit_.stats(); }
+  // Slow-path statistics of the lock's queue (contended acquires, polls
+  // spun, parks, wakes). The uncontended path records nothing.
+  LockStatsSnapshot stats() const noexcept { return sync_.stats(); }
 
   // A new condition variable bound to this lock (Java's newCondition()).
   // Returned by value (guaranteed copy elision); not copyable or movable.
@@ -251,7 +262,7 @@ class ReentrantLock {
   }
   [[noreturn]] static void throw_not_owner(const char* what);
 
-  Semaphore permit_;  // 1 permit = unlocked
+  QueuedSynchronizer sync_;  // 1 permit = unlocked
   std::atomic<std::thread::id> owner_{};
   std::int64_t holds_ = 0;  // only the owner reads or writes it
   static_assert(std::atomic<std::thread::id>::is_always_lock_free);

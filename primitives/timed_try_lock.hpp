@@ -2,7 +2,7 @@
 // every parking mutex here offers, written once on top of two members of
 // the lock: try_lock() and an out-of-line slow path that waits until a
 // steady_clock deadline. A CRTP base (no virtual call, no extra state), so
-// AdaptiveMutex and ParkingLotMutex share one set of rules:
+// FutexMutex and AdaptiveMutex share one set of rules:
 //   - a zero or negative duration, or a deadline already past, is exactly
 //     one try_lock() (Java's tryLock(0, unit));
 //   - every wait is measured on std::chrono::steady_clock; a deadline on

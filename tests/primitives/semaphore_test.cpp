@@ -188,7 +188,10 @@ TEST_P(SemaphoreModes, StatsOnlyOnTheSlowPath) {
   st = s.stats();
   EXPECT_EQ(st.contended_acquires, 1);
   EXPECT_GE(st.wakes, 1);
-  EXPECT_EQ(st.spins, 0) << "the semaphore parks, it never spins";
+  EXPECT_GE(st.parks, 1) << "queue_length() showed it queued";
+  // It spins at most one budget before it queues, and none once woken (the
+  // permit is there when it runs).
+  EXPECT_LE(st.spins, static_cast<std::int64_t>(SpinPolicy::kDefaultMaxSpins));
 }
 
 // Fair: waiters are served strictly in arrival order (grant order, observed

@@ -1,12 +1,12 @@
 // spin_policy_variants.hpp — a lock that takes a SpinPolicy, made default-
 // constructible with one fixed policy, so that the typed conformance suite
 // (which default-constructs its TypeParam) can run every policy of
-// AdaptiveMutex and ParkingLotMutex without a hand-written subclass each.
+// FutexMutex and AdaptiveMutex without a hand-written subclass each.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include "primitives/adaptive_mutex.hpp"  // SpinPolicy
+#include "primitives/spin_policy.hpp"
 
 namespace locklab::testing {
 

@@ -1,4 +1,4 @@
-#include "primitives/adaptive_mutex.hpp"
+#include "primitives/futex_mutex.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -8,7 +8,7 @@
 
 namespace locklab {
 
-AdaptiveMutex::AdaptiveMutex(SpinPolicy policy) noexcept : policy_(policy) {
+FutexMutex::FutexMutex(SpinPolicy policy) noexcept : policy_(policy) {
   if (policy_.kind == SpinPolicy::Kind::kAdaptive) {
     if (policy_.max_spins < policy_.min_spins) policy_.max_spins = policy_.min_spins;
     policy_.initial_spins = std::clamp(policy_.initial_spins, policy_.min_spins, policy_.max_spins);
@@ -16,7 +16,7 @@ AdaptiveMutex::AdaptiveMutex(SpinPolicy policy) noexcept : policy_(policy) {
   spin_budget_.store(policy_.initial_spins, std::memory_order_relaxed);
 }
 
-std::uint32_t AdaptiveMutex::max_spinners() noexcept {
+std::uint32_t FutexMutex::max_spinners() noexcept {
   static const std::uint32_t n = [] {
     const unsigned hw = std::thread::hardware_concurrency();
     return hw > 1 ? static_cast<std::uint32_t>(hw - 1) : 1u;
@@ -24,7 +24,7 @@ std::uint32_t AdaptiveMutex::max_spinners() noexcept {
   return n;
 }
 
-void AdaptiveMutex::wake_one() noexcept {
+void FutexMutex::wake_one() noexcept {
   futex_wake_one(state_);
   stats_.record_wake();
 }
@@ -32,7 +32,7 @@ void AdaptiveMutex::wake_one() noexcept {
 // Whether a hand-off is due; if so, schedules the next one kFairHandoffInterval
 // from now, whether or not this one finds a sleeper to take it (an attempt
 // that finds none costs two system calls, so at most one per interval).
-bool AdaptiveMutex::claim_handoff_slot() noexcept {
+bool FutexMutex::claim_handoff_slot() noexcept {
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (now < next_handoff_ns_.load(std::memory_order_relaxed)) return false;
   next_handoff_ns_.store(now + std::chrono::steady_clock::duration(kFairHandoffInterval).count(),
@@ -44,7 +44,7 @@ bool AdaptiveMutex::claim_handoff_slot() noexcept {
 // already free (unlock's exchange released it, so the fast path stays one
 // exchange); wake one sleeper, and if a hand-off is due, first take the lock
 // back for it (CAS 0 -> 3) so that no running thread can barge in between.
-void AdaptiveMutex::unlock_slow() noexcept {
+void FutexMutex::unlock_slow() noexcept {
   std::uint32_t expected = kUnlocked;
   if (claim_handoff_slot() &&
       state_.compare_exchange_strong(expected, kHandedOff, std::memory_order_relaxed, std::memory_order_relaxed)) {
@@ -74,15 +74,15 @@ namespace {
 constinit thread_local std::uint32_t probe_tick = 0;
 }  // namespace
 
-void AdaptiveMutex::lock_slow() noexcept { acquire_slow<false>({}); }
+void FutexMutex::lock_slow() noexcept { acquire_slow<false>({}); }
 
-bool AdaptiveMutex::lock_slow_until(std::chrono::steady_clock::time_point deadline) noexcept {
+bool FutexMutex::lock_slow_until(std::chrono::steady_clock::time_point deadline) noexcept {
   return acquire_slow<true>(deadline);
 }
 
 // Polls up to `budget` times (unbounded for spin-only), trying 0 -> 1 when
 // the word reads 0. Returns whether it took the lock.
-bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
+bool FutexMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
                          std::chrono::steady_clock::time_point deadline) noexcept {
   const bool forever = policy_.kind == SpinPolicy::Kind::kSpinOnly;
   std::uint32_t missed = 0;
@@ -110,7 +110,7 @@ bool AdaptiveMutex::spin(std::uint32_t budget, std::int64_t& spins, bool timed,
   return false;
 }
 
-void AdaptiveMutex::adapt(SpinOutcome outcome, std::uint32_t used) noexcept {
+void FutexMutex::adapt(SpinOutcome outcome, std::uint32_t used) noexcept {
   if (policy_.kind != SpinPolicy::Kind::kAdaptive) return;
   const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
   // Grow from the budget that was used (a successful probe restarts a
@@ -132,7 +132,7 @@ void AdaptiveMutex::adapt(SpinOutcome outcome, std::uint32_t used) noexcept {
 }
 
 template <bool kTimed>
-bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept {
+bool FutexMutex::acquire_slow(std::chrono::steady_clock::time_point deadline) noexcept {
   std::int64_t spins = 0;
   // Phase 1: spin, if the policy spins, the budget is not 0 (or this is a
   // probe) and a spinner slot is free.
@@ -195,7 +195,7 @@ bool AdaptiveMutex::acquire_slow(std::chrono::steady_clock::time_point deadline)
   return true;
 }
 
-template bool AdaptiveMutex::acquire_slow<false>(std::chrono::steady_clock::time_point) noexcept;
-template bool AdaptiveMutex::acquire_slow<true>(std::chrono::steady_clock::time_point) noexcept;
+template bool FutexMutex::acquire_slow<false>(std::chrono::steady_clock::time_point) noexcept;
+template bool FutexMutex::acquire_slow<true>(std::chrono::steady_clock::time_point) noexcept;
 
 }  // namespace locklab
