@@ -150,7 +150,9 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
 // lock, a Redis lock, a student's lock — is driven the same way. One
 // operation is one acquire, w.cs_ns of work while holding, and one release.
 // Acquire latency (the lock() call, entry to return) is sampled per waiter
-// (latency_sampler.hpp) and reported in `extra` as p50_us and p99_us.
+// (latency_sampler.hpp) and reported in `extra` as p50_us, p99_us and
+// p999_us (the 99.9th percentile: the tail a bounded-unfairness goal is
+// stated on; with 2048 samples per waiter it rests on >= 2 samples a waiter).
 template <class L>
   requires requires(L& l) {
     l.lock();
@@ -179,6 +181,7 @@ ContentionResult run_lock_contention(L& lock, const Workload& w, const EventSour
   if (!latency.empty()) {
     r.extra.emplace_back("p50_us", latency.percentile_ns(0.50) / 1e3);
     r.extra.emplace_back("p99_us", latency.percentile_ns(0.99) / 1e3);
+    r.extra.emplace_back("p999_us", latency.percentile_ns(0.999) / 1e3);
   }
   return r;
 }

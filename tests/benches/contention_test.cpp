@@ -88,6 +88,7 @@ TEST(ContentionHarnessTest, LockRunsReportSampledAcquireLatency) {
   };
   EXPECT_GE(value("p50_us"), 200.0);
   EXPECT_GE(value("p99_us"), value("p50_us"));
+  EXPECT_GE(value("p999_us"), value("p99_us"));
 }
 
 TEST(ContentionHarnessTest, ReportsEventDeltasNotTotals) {
