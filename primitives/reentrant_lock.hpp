@@ -89,12 +89,14 @@
 //
 // What it costs
 // -------------
-// Uncontended lock(): one relaxed load of the owner (the reentrancy check),
-// one load and one compare-exchange on the synchronizer's word, two plain
-// stores (owner, hold count). unlock(): a relaxed load and store of the
-// owner and one compare-exchange. So two atomic read-modify-writes per
-// lock/unlock pair, like std::mutex; a reentrant lock/unlock touches no
-// atomic read-modify-write at all, only a thread-identity compare. Contended
+// Uncontended lock(): one load and one compare-exchange on the
+// synchronizer's word, two plain stores (owner, hold count); the owner is
+// read only when the compare-exchange fails (the reentrancy check, Java's
+// order). unlock(): a relaxed load and store of the owner and one
+// compare-exchange. So two atomic read-modify-writes per lock/unlock pair,
+// like std::mutex; a reentrant lock() is one failed compare-exchange and a
+// thread-identity compare, a reentrant unlock() no atomic read-modify-write
+// at all. Contended
 // paths are the QueuedSynchronizer's (adaptive spin while nobody is queued,
 // then a park in the ParkingLot; a release wakes only when nobody woken is
 // already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
@@ -111,8 +113,10 @@
 //   owner_  the holding thread's id, or none       (atomic, see below)
 //   holds_  the hold count, >= 1 while held        (plain: only the owner
 //                                                   reads or writes it)
-// lock() first asks "do I already own it?" (owner_ == this thread), and if
-// so just increments holds_; otherwise it takes the permit and then records
+// lock() first tries to take the permit; only if that fails does it ask "do
+// I already own it?" (owner_ == this thread), and if so it just increments
+// holds_ (while this thread holds the lock the permit is gone, so the try
+// cannot succeed); otherwise it waits for the permit and then records
 // itself as owner. unlock() checks ownership, decrements, and at zero clears
 // owner_ *before* giving the permit back.
 // A Condition is a FIFO list of nodes on the awaiting threads' stacks, each
@@ -170,6 +174,10 @@ class ReentrantLock {
   // holds it, increments the hold count instead. Post: held by this thread,
   // hold_count() one higher. Does not throw.
   void lock() {
+    // The permit first, the owner only if that fails (Java's order): an
+    // uncontended lock() reads no line but the permit word's, and a
+    // contender does not pull the owner's line at every attempt.
+    if (sync_.try_acquire(1)) return become_owner(std::this_thread::get_id());
     const std::thread::id self = std::this_thread::get_id();
     if (owner_.load(std::memory_order_relaxed) == self) {
       ++holds_;
@@ -182,13 +190,12 @@ class ReentrantLock {
   // Acquires the lock if it is free now (fair: and nobody is queued), or
   // re-acquires it if this thread holds it; never waits. True on success.
   bool try_lock() {
-    const std::thread::id self = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) == self) {
-      ++holds_;
+    if (sync_.try_acquire(1)) {
+      become_owner(std::this_thread::get_id());
       return true;
     }
-    if (!sync_.try_acquire(1)) return false;
-    become_owner(self);
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return false;
+    ++holds_;
     return true;
   }
 

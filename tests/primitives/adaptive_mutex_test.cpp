@@ -53,8 +53,8 @@ TEST(AdaptiveMutexTest, ParkOnlyNeverSpins) {
 TEST(AdaptiveMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
   // One thread re-takes the lock in a tight loop (it always runs, so it
   // would win every race against a sleeper that must first be scheduled);
-  // another calls lock(). The fair hand-off (about every millisecond of
-  // contention) must get the queued thread in. A liveness check with a
+  // another calls lock(). Starvation mode (newcomers stop barging once the
+  // woken head has waited 1 ms) must get the queued thread in. A liveness check with a
   // generous bound, not a speed assertion.
   AdaptiveMutex lock;
   std::atomic<bool> stop{false};
@@ -87,8 +87,8 @@ TEST(AdaptiveMutexTest, TimedOutWaitersLeaveTheLockUsable) {
   // (detected with a bound, then the process aborts: a stuck thread cannot
   // be joined). One such interleaving (a woken successor that times out
   // while the lock is free, after a release skipped its wake-up) is too
-  // narrow for this run to produce reliably: with that hand-back removed
-  // from give_up, 8 runs of this test still passed.
+  // narrow for this run to produce reliably; queued_synchronizer_test's
+  // AWokenHeadThatTimesOutPassesTheFreePermitsOn produces it every time.
   AdaptiveMutex lock;
   std::atomic<std::uint64_t> acquired{0};
   std::atomic<int> untimed_done{0};

@@ -340,6 +340,10 @@ TEST_P(SemaphoreModes, NoLostWakeupsUnderStress) {
   std::atomic<int> max_out{0};
   std::atomic<int> finished{0};
   std::atomic<long> timeouts{0};
+  // Hold every permit until a thread has queued, so that the run contends
+  // even where threads would otherwise run one after the other (under
+  // ThreadSanitizer a thread can finish its loop before the next starts).
+  s.acquire(kPermits);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -364,6 +368,8 @@ TEST_P(SemaphoreModes, NoLostWakeupsUnderStress) {
       finished.fetch_add(1);
     });
   }
+  EXPECT_TRUE(eventually([&] { return s.queue_length() > 0; }));
+  s.release(kPermits);
   await_finished_or_abort(finished, kThreads, s, "Semaphore stress");
   for (auto& th : threads) th.join();
   EXPECT_LE(max_out.load(), kPermits);
