@@ -4,7 +4,7 @@
 #
 #   exercises/check.sh NAME|all [starter|solution] [--bench]
 #
-#   NAME      ttas_backoff, ticket, reentrant, redis_spin_lock, or bug_museum
+#   NAME      ttas_backoff, ticket, futex_mutex, reentrant, redis_spin_lock, or bug_museum
 #             (the museum's demonstrations; with `solution`, the fixes' tests too)
 #   starter   (default) YOUR file: exercises/NAME/<file>
 #   solution  the reference: exercises/instructor/NAME/<file>
@@ -23,7 +23,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EXERCISES=(ttas_backoff ticket reentrant redis_spin_lock)
+EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock)
 RESULTS=${LOCKLAB_RESULTS_DIR:-$ROOT/results}
 JOBS=${LOCKLAB_JOBS:-2}
 

@@ -17,7 +17,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EXERCISES=(ttas_backoff ticket reentrant redis_spin_lock)
+EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock)
 BUILD=$ROOT/build/exercises-ci
 JOBS=${LOCKLAB_JOBS:-2}
 start=$(date +%s)
