@@ -206,8 +206,12 @@ class QueuedSynchronizer {
   // Any of these sends a release down the slow path.
   static constexpr std::uint64_t kWaitFlags = kParked | kWoken | kSuccessorParked;
 
-  static constexpr std::uint64_t units(std::int64_t n) noexcept { return static_cast<std::uint64_t>(n) << kPermitShift; }
-  static constexpr std::int64_t permits_of(std::uint64_t w) noexcept { return static_cast<std::int64_t>(w >> kPermitShift); }
+  static constexpr std::uint64_t units(std::int64_t n) noexcept {
+    return static_cast<std::uint64_t>(n) << kPermitShift;
+  }
+  static constexpr std::int64_t permits_of(std::uint64_t w) noexcept {
+    return static_cast<std::int64_t>(w >> kPermitShift);
+  }
 
   // May a thread that is not the designated successor take n permits now?
   bool may_barge(std::uint64_t w, std::int64_t n) const noexcept {

@@ -23,7 +23,7 @@
 //   difference from a Semaphore(1), which anyone may release.
 // - Fairness, chosen at construction (queued_synchronizer.hpp has the
 //   details):
-//     ReentrantLock lock(Fairness::kFair);   // FIFO hand-off, no barging:
+//     ReentrantLock lock(Fairness::kFair);   // FIFO, no barging:
 //                                            // waiters acquire in arrival
 //                                            // order, try_lock() included
 //     ReentrantLock lock;                    // kUnfair (default): arrivals may
@@ -32,9 +32,11 @@
 //   thread to be scheduled); the woken head of the queue keeps its place,
 //   and after 1 ms awake without the lock it stops the barging until it has
 //   it. Fair gives every waiter a stronger bound (it is overtaken by
-//   nobody); it wakes the next waiter while the current holder still runs,
-//   so a contended hand-off costs a cache-line transfer, not a wake-up.
-//   Unlike Java, a fair lock's untimed try_lock() does not barge either.
+//   nobody) and pays about one wake-up per contended acquisition on a
+//   machine with fewer cores than waiters (it wakes the next waiter while
+//   the holder still runs, which hides the wake-up only when a core is
+//   free). Unlike Java, a fair lock's untimed try_lock() does not barge
+//   either.
 // - Timeouts: try_lock_for / try_lock_until and Condition::await_for /
 //   await_until use std::chrono::steady_clock. A zero or negative duration
 //   (or a past deadline) is a single try and never waits. A false return
@@ -96,10 +98,9 @@
 // compare-exchange. So two atomic read-modify-writes per lock/unlock pair,
 // like std::mutex; a reentrant lock() is one failed compare-exchange and a
 // thread-identity compare, a reentrant unlock() no atomic read-modify-write
-// at all. Contended
-// paths are the QueuedSynchronizer's (adaptive spin while nobody is queued,
-// then a park in the ParkingLot; a release wakes only when nobody woken is
-// already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
+// at all. Contended paths are the QueuedSynchronizer's (adaptive spin while
+// nobody is queued, then a park in the ParkingLot; a release wakes only when
+// nobody woken is already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
 // statistics) plus the owner and hold count; a Condition is three words; an
 // awaiting thread keeps its node on its stack.
 //
@@ -131,8 +132,8 @@
 //
 // Memory orders
 // -------------
-// - The permit's acquire/release compare-exchanges (queued_synchronizer.hpp) provide
-//   all the happens-before between critical sections.
+// - The permit's acquire/release compare-exchanges (queued_synchronizer.hpp)
+//   provide all the happens-before between critical sections.
 // - owner_ is relaxed everywhere. The only question asked of it is "is it
 //   me?". A thread reads its own id there only if it stored it itself and has
 //   not cleared it since: every other writer stores a *different* id or

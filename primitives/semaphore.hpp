@@ -30,11 +30,13 @@
 //             not even try_acquire() (unlike Java's untimed tryAcquire(),
 //             which barges even on a fair semaphore; here fair means FIFO
 //             without exception). The queued thread at the head is woken
-//             while the thread before it still runs, so it is already
-//             running when the permits come back. A large request at the
-//             head blocks smaller ones behind it, exactly like Java's fair
-//             Semaphore: acquire(5) with 3 permits free keeps acquire(1)
-//             behind it waiting. Bound: a waiter is overtaken by nobody.
+//             while the thread before it still runs, which hides the
+//             wake-up only when a core is free: with more waiters than
+//             cores a contended acquisition costs about one wake-up. A
+//             large request at the head blocks smaller ones behind it,
+//             exactly like Java's fair Semaphore: acquire(5) with 3 permits
+//             free keeps acquire(1) behind it waiting. Bound: a waiter is
+//             overtaken by nobody.
 //   kUnfair   (default) Barging. A release adds its permits and wakes the
 //             head of the queue unless a woken thread is already coming,
 //             but any running thread may take the permits first. Faster
