@@ -3,25 +3,22 @@
 //
 // The algorithm
 // -------------
-// Drepper's three-state futex mutex ("Futexes Are Tricky", mutex #3), the
-// same word FutexMutex in primitives/futex_mutex.hpp uses, without the
-// spinning:
-//   state | meaning
-//   0     | unlocked
-//   1     | locked, nobody has waited since it was taken
-//   2     | locked, somebody may be waiting
-// lock(): one CAS 0 -> 1. Losers exchange the word to 2 and wait while it is
-// 2, retrying by exchange(2) until the exchange returns 0 (acquired, leaving
-// 2 behind because other waiters may remain). unlock(): exchange to 0, and
-// wake one waiter only if the old value was 2. No lost wake-ups: a waiter
-// sleeps only if the word is still 2 when the policy checks it atomically
-// with queuing (see waiting_policy.hpp), and an unlock in between changes the
-// word. Not fair: a running fiber may barge past a woken one.
-//
-// Why not reuse FutexMutex itself: its futex_wait is hard-wired (as it
-// should be in primitives/, which must not depend on Boost), and its spin
-// phase would make the waiting policy less visible: a spinning fiber also
-// keeps its carrier. The algorithm is the same; only the wait is swapped.
+// primitives/'s, unchanged: a QueuedSynchronizer
+// (primitives/queued_synchronizer.hpp) with one permit, unfair, the one
+// under AdaptiveMutex and ReentrantLock. A word with the permit and exact
+// "somebody is queued" / "a woken successor exists" bits, arrivals that
+// barge, at most one woken waiter at a time, and the 1 ms starvation
+// hand-off to the head. Only two things differ:
+// - the waiting policy supplies the lot the waiters sleep in (a fiber queue
+//   of the lock's own, or the process-wide ParkingLot that blocks the OS
+//   thread);
+// - no spinning (SpinPolicy::park_only()): a spinning fiber keeps its
+//   carrier, and on one carrier the holder it waits for cannot even run
+//   until it stops. Waiting is therefore purely the policy's, which is
+//   the point of the experiment.
+// The previous version ran Drepper's three-state futex mutex here (as
+// FutexMutex in primitives/futex_mutex.hpp still does): every release with
+// a waiter woke one, even when a woken waiter was already on its way.
 //
 // The waiting policy (the one-line change)
 // ----------------------------------------
@@ -42,39 +39,41 @@
 //   FiberLock<ParkCarrier>'s holder never suspends by design (it is pinned).
 // - Not reentrant, no owner check: unlocking a lock you do not hold breaks
 //   it, as with std::mutex.
+// - Unfair with a bound: a queued waiter may be overtaken by running
+//   fibers, but once woken, newcomers stop barging after 1 ms (the
+//   synchronizer's starvation mode).
 // - Destroy it only when no fiber or thread is inside lock() or unlock()
-//   (e.g. after CarrierPool::join): unlock() touches the policy's wait queue
-//   after publishing the release.
+//   (e.g. after CarrierPool::join): unlock() touches the lot after
+//   publishing the release.
 //
 // Costs
 // -----
-// Uncontended: one CAS to lock, one exchange to unlock (plus, for
-// ParkCarrier, the pin bookkeeping: two fiber-specific-storage lookups).
+// Uncontended: one CAS to lock, one CAS to unlock (plus, for ParkCarrier,
+// the pin bookkeeping: two fiber-specific-storage lookups).
 // Contended: the policy's sleep and wake (a futex system call each for
-// ParkCarrier, a fiber switch each for ParkFiber) and LockStats counters.
-// Memory: one cache line for the word and name, LockStats (~1 KiB until
-// contended), plus the policy (ParkFiber: a fiber mutex and a queue).
+// ParkCarrier, a fiber switch each for ParkFiber), at most one wake per
+// release and none while a woken waiter is on its way, and LockStats
+// counters. Memory: the synchronizer (two cache lines and LockStats, ~1.2
+// KiB), plus the policy (ParkFiber: a fiber mutex and a list head).
 //
 // Memory orders
 // -------------
-// - The acquiring CAS and exchanges: acquire, so the critical section sees
-//   everything the previous holder wrote before its release.
-// - unlock's exchange: release, pairing with the above. The wake-up decision
-//   needs no more: all changes of the word are read-modify-writes, totally
-//   ordered, so an unlock's exchange either reads a waiter's 2 or happens
-//   before the waiter's own exchange (which then returns 0: acquired).
-// - A failed CAS: relaxed; the value only steers the slow path.
+// The synchronizer's: the acquiring CAS is acquire, the releasing CAS
+// release, so the critical section sees everything the previous holder
+// wrote; the wake-up bits are ordered by the lot's lock
+// (queued_synchronizer.hpp, "Orderings").
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "fibers/park_carrier.hpp"
 #include "fibers/park_fiber.hpp"
 #include "fibers/waiting_policy.hpp"
-#include "primitives/cache_line.hpp"
 #include "primitives/lock_stats.hpp"
+#include "primitives/queued_synchronizer.hpp"
+#include "primitives/spin_policy.hpp"
 
 namespace locklab::fibers {
 
@@ -84,37 +83,30 @@ class FiberLock {
   using Clock = std::chrono::steady_clock;
 
   // `name` (static storage, e.g. a literal) appears in pinning reports.
-  explicit FiberLock(const char* name = "FiberLock") noexcept : name_(name) {}
+  explicit FiberLock(const char* name = "FiberLock")
+      : name_(name), sync_(1, Fairness::kUnfair, SpinPolicy::park_only(), std::in_place, this, name) {}
   FiberLock(const FiberLock&) = delete;
   FiberLock& operator=(const FiberLock&) = delete;
 
   // Blocks (per the policy) until the caller holds the lock.
   void lock() {
-    std::uint32_t seen = kUnlocked;
-    if (!word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire, std::memory_order_relaxed)) {
-      lock_slow(seen, Clock::time_point::max());
-    }
-    policy_.on_acquired(this, name_);
+    sync_.acquire(1);
+    sync_.lot().on_acquired();
   }
 
-  // Takes the lock if it is free right now; never waits.
+  // Takes the lock if it is free right now (and nobody woken has waited
+  // 1 ms for it); never waits.
   bool try_lock() noexcept {
-    std::uint32_t seen = kUnlocked;
-    if (!word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire, std::memory_order_relaxed)) {
-      return false;
-    }
-    policy_.on_acquired(this, name_);
+    if (!sync_.try_acquire(1)) return false;
+    sync_.lot().on_acquired();
     return true;
   }
 
-  // Waits at most until `deadline` / for `timeout`; true iff acquired.
+  // Waits at most until `deadline` / for `timeout`; true iff acquired. A
+  // deadline already past is one try_lock().
   bool try_lock_until(Clock::time_point deadline) {
-    std::uint32_t seen = kUnlocked;
-    if (!word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire, std::memory_order_relaxed) &&
-        !lock_slow(seen, deadline)) {
-      return false;
-    }
-    policy_.on_acquired(this, name_);
+    if (!sync_.acquire_until(1, deadline)) return false;
+    sync_.lot().on_acquired();
     return true;
   }
   template <class Rep, class Period>
@@ -124,45 +116,22 @@ class FiberLock {
 
   // Releases the lock. Precondition: the caller holds it.
   void unlock() noexcept {
-    policy_.on_released();
-    if (word_.exchange(kUnlocked, std::memory_order_release) == kContended) {
-      stats_.record_wake();
-      policy_.wake_one(word_);
-    }
+    sync_.lot().on_released();
+    sync_.release(1);
   }
 
   // contended_acquires: acquires (or timeouts) that took the slow path;
-  // parks: calls to the policy's wait; wakes: unlocks that woke a waiter.
+  // parks: sleeps in the lot; wakes: releases that woke a waiter.
   // spins is always 0 (this lock does not spin).
-  LockStatsSnapshot stats() const noexcept { return stats_.snapshot(); }
+  LockStatsSnapshot stats() const noexcept { return sync_.stats(); }
+  // Fibers and threads queued for the lock now (a snapshot).
+  std::int64_t queue_length() const noexcept { return sync_.queue_length(); }
   const char* name() const noexcept { return name_; }
   static constexpr bool pins_carrier() noexcept { return Policy::kPinsCarrier; }
 
  private:
-  static constexpr std::uint32_t kUnlocked = 0;
-  static constexpr std::uint32_t kLocked = 1;
-  static constexpr std::uint32_t kContended = 2;
-
-  // The slow path: out of line so lock() stays a CAS and a call.
-  [[gnu::noinline]] bool lock_slow(std::uint32_t seen, Clock::time_point deadline) {
-    if (seen != kContended) seen = word_.exchange(kContended, std::memory_order_acquire);
-    while (seen != kUnlocked) {
-      stats_.record_park();
-      const bool in_time = policy_.wait_until(word_, kContended, deadline, this, name_);
-      seen = word_.exchange(kContended, std::memory_order_acquire);
-      if (!in_time && seen != kUnlocked) {
-        stats_.record_contended_acquire(0);
-        return false;  // the word may stay 2: one spurious wake later, harmless
-      }
-    }
-    stats_.record_contended_acquire(0);
-    return true;
-  }
-
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> word_{kUnlocked};
   const char* name_;
-  [[no_unique_address]] Policy policy_;
-  LockStats stats_;
+  BasicQueuedSynchronizer<Policy> sync_;
 };
 
 // The two configurations the pinning lab compares, by their Java names.

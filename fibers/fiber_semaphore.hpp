@@ -15,33 +15,36 @@
 //
 // The algorithm
 // -------------
-// permits_ counts free permits and is the word waiters sleep on (while it
-// is 0); waiters_ counts fibers in the slow path so that release() makes a
-// wake-up call only when somebody may be asleep. That is a Dekker handshake:
-//   waiter:   waiters_ += 1 (seq_cst);  re-check permits_ (seq_cst) and sleep
-//             only while it is 0 (the policy's atomic check)
-//   releaser: permits_ += n (seq_cst);  if waiters_ (seq_cst) > 0: wake
-// In the single total order of seq_cst operations either the releaser's read
-// of waiters_ comes after the waiter's increment (it wakes), or its permits_
-// increment comes before the waiter's check (the waiter does not sleep).
-// Weaker orders would let both miss each other: store-load reordering.
-// Not fair: a running fiber may take a permit ahead of a woken one.
+// primitives/'s Semaphore's: a QueuedSynchronizer
+// (primitives/queued_synchronizer.hpp) with `permits` permits, unfair and
+// without spinning (a spinning fiber keeps its carrier), over the waiting
+// policy's lot. A release of n permits wakes one queued waiter, which hands
+// the wake-up on while permits are left (AQS's propagate), so a release
+// never wakes more waiters than it can serve. The previous version was a
+// counter with a waiter count and a futex-style wake_one/wake_all.
 //
-// Guarantees: never more than `permits` holders at once (permits_ never goes
-// below 0: taken only by a CAS from a positive value); no lost wake-ups; a
-// timed-out waiter re-checks once, so a wake-up it absorbed is not lost.
-// Costs: uncontended acquire/release = one CAS / one fetch_add + one load.
-// Memory orders: see the handshake; the fast-path CAS is acquire and the
-// release's fetch_add (seq_cst) includes release, so a permit's new holder
-// sees what its previous holder wrote.
+// Guarantees: never more than `permits` holders at once (permits are taken
+// only by a compare-exchange that keeps the count >= 0); no lost wake-ups;
+// a waiter that times out hands a wake-up it may have absorbed on. Unfair,
+// with the synchronizer's 1 ms starvation bound for a woken waiter.
+// Bad input: permits or a release that would make the count exceed
+// kMaxPermits (2^31 - 1, Java's limit) throws std::invalid_argument and
+// changes nothing.
+// Costs: uncontended acquire/release = one compare-exchange each.
+// Memory orders: the synchronizer's (release on release, acquire on
+// acquire), so a permit's new holder sees what its previous holder wrote.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "fibers/park_fiber.hpp"
 #include "fibers/waiting_policy.hpp"
+#include "primitives/queued_synchronizer.hpp"
+#include "primitives/spin_policy.hpp"
 
 namespace locklab::fibers {
 
@@ -49,81 +52,55 @@ template <WaitingPolicy Policy = ParkFiber>
 class FiberSemaphore {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::int64_t kMaxPermits = BasicQueuedSynchronizer<Policy>::kMaxPermits;
 
-  // `permits` free permits to start with; `name` (static storage) appears in
-  // pinning reports when Policy pins.
-  explicit FiberSemaphore(std::uint32_t permits, const char* name = "FiberSemaphore") noexcept
-      : permits_(permits), name_(name) {}
+  // `permits` free permits to start with (<= kMaxPermits, else throws
+  // std::invalid_argument); `name` (static storage) appears in pinning
+  // reports when Policy pins.
+  explicit FiberSemaphore(std::uint32_t permits, const char* name = "FiberSemaphore")
+      : sync_(checked(permits), Fairness::kUnfair, SpinPolicy::park_only(), std::in_place, this, name) {}
   FiberSemaphore(const FiberSemaphore&) = delete;
   FiberSemaphore& operator=(const FiberSemaphore&) = delete;
 
   // Takes a permit, waiting (per the policy) until one is free.
-  void acquire() {
-    if (!try_acquire()) acquire_slow(Clock::time_point::max());
-  }
+  void acquire() { sync_.acquire(1); }
 
   // Takes a permit if one is free now; never waits.
-  bool try_acquire() noexcept {
-    std::uint32_t free = permits_.load(std::memory_order_relaxed);
-    while (free > 0) {
-      if (permits_.compare_exchange_weak(free, free - 1, std::memory_order_acquire, std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool try_acquire() noexcept { return sync_.try_acquire(1); }
 
   // Waits at most until `deadline` / for `timeout`; true iff acquired.
-  bool try_acquire_until(Clock::time_point deadline) { return try_acquire() || acquire_slow(deadline); }
+  bool try_acquire_until(Clock::time_point deadline) { return sync_.acquire_until(1, deadline); }
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return try_acquire_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout));
   }
 
   // Returns n permits (any caller, held or not: there is no owner) and
-  // wakes waiters if any may sleep.
+  // wakes as many waiters as they serve. n == 0 does nothing; a count that
+  // would exceed kMaxPermits throws std::invalid_argument, nothing released.
   void release(std::uint32_t n = 1) {
-    permits_.fetch_add(n, std::memory_order_seq_cst);
-    if (waiters_.load(std::memory_order_seq_cst) > 0) {
-      if (n == 1) {
-        policy_.wake_one(permits_);
-      } else {
-        policy_.wake_all(permits_);
-      }
+    if (n == 0) return;
+    if (!sync_.try_release(n, kMaxPermits)) {
+      throw std::invalid_argument("FiberSemaphore::release: " + std::to_string(n) +
+                                  " more permits would exceed kMaxPermits");
     }
   }
 
   // Free permits now (a snapshot, stale at once under contention).
-  std::uint32_t available() const noexcept { return permits_.load(std::memory_order_relaxed); }
-  // Callers in the slow path now (a snapshot).
-  std::uint32_t waiting() const noexcept { return waiters_.load(std::memory_order_relaxed); }
+  std::uint32_t available() const noexcept { return static_cast<std::uint32_t>(sync_.available()); }
+  // Callers queued in the slow path now (a snapshot).
+  std::uint32_t waiting() const noexcept { return static_cast<std::uint32_t>(sync_.queue_length()); }
 
  private:
-  [[gnu::noinline]] bool acquire_slow(Clock::time_point deadline) {
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    bool acquired = false;
-    for (;;) {
-      std::uint32_t free = permits_.load(std::memory_order_seq_cst);
-      if (free > 0) {
-        if (permits_.compare_exchange_weak(free, free - 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-          acquired = true;
-          break;
-        }
-        continue;
-      }
-      if (!policy_.wait_until(permits_, 0, deadline, this, name_)) {
-        acquired = try_acquire();  // once more: we may have absorbed a wake-up
-        break;
-      }
+  static std::int64_t checked(std::uint32_t permits) {
+    if (permits > kMaxPermits) {
+      throw std::invalid_argument("FiberSemaphore: initial permits " + std::to_string(permits) +
+                                  " exceed kMaxPermits");
     }
-    waiters_.fetch_sub(1, std::memory_order_relaxed);
-    return acquired;
+    return permits;
   }
 
-  std::atomic<std::uint32_t> permits_;
-  std::atomic<std::uint32_t> waiters_{0};
-  const char* name_;
-  [[no_unique_address]] Policy policy_;
+  BasicQueuedSynchronizer<Policy> sync_;
 };
 
 }  // namespace locklab::fibers

@@ -1,31 +1,53 @@
 #include "fibers/park_fiber.hpp"
 
+#include <algorithm>
 #include <mutex>
+
+#include "primitives/queued_synchronizer_impl.hpp"
+
+namespace locklab {
+template class BasicQueuedSynchronizer<fibers::ParkFiber>;
+}  // namespace locklab
 
 namespace locklab::fibers {
 
-bool ParkFiber::wait_until(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                           std::chrono::steady_clock::time_point deadline, const void*, const char*) {
+ParkResult ParkFiber::park_if(const void* address, locklab::detail::FunctionRef<bool()> validate,
+                              std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::unique_lock<boost::fibers::mutex> lock(mutex_);
-  if (word.load(std::memory_order_seq_cst) != expected) return true;
-  if (deadline == std::chrono::steady_clock::time_point::max()) {
-    queue_.wait(lock);
-    return true;
+  if (!validate()) return {ParkStatus::kInvalid, 0};
+  Waiter me(address);
+  queue_.push_back(me);
+  const auto unparked = [&] { return me.unparked; };
+  if (!deadline) {
+    me.wake.wait(lock, unparked);
+  } else if (!me.wake.wait_until(lock, *deadline, unparked)) {
+    queue_.erase(queue_.iterator_to(me));  // still queued: nobody dequeued us
+    return {ParkStatus::kTimedOut, 0};
   }
-  return queue_.wait_until(lock, deadline) == boost::fibers::cv_status::no_timeout;
+  return {ParkStatus::kUnparked, me.token};
 }
 
-// Passing through the mutex is the point: a waiter between its check and its
-// sleep holds it, so we cannot notify before it is queued. Notifying after
-// unlocking spares the woken fiber a collision with us on the mutex.
-void ParkFiber::wake_one(std::atomic<std::uint32_t>&) {
-  { std::lock_guard<boost::fibers::mutex> lock(mutex_); }
-  queue_.notify_one();
-}
-
-void ParkFiber::wake_all(std::atomic<std::uint32_t>&) {
-  { std::lock_guard<boost::fibers::mutex> lock(mutex_); }
-  queue_.notify_all();
+// The notify happens under the mutex: the woken waiter's record lives on its
+// stack, and it may return (and free it) as soon as it can see `unparked`.
+UnparkResult ParkFiber::unpark_one(const void* address,
+                                   locklab::detail::FunctionRef<std::intptr_t(UnparkResult)> callback) {
+  std::lock_guard<boost::fibers::mutex> lock(mutex_);
+  const auto waits_here = [address](const Waiter& w) { return w.address == address; };
+  UnparkResult r;
+  Waiter* woken = nullptr;
+  if (auto it = std::find_if(queue_.begin(), queue_.end(), waits_here); it != queue_.end()) {
+    woken = &*it;
+    queue_.erase(it);
+    r.did_unpark = true;
+    r.may_have_more_threads = std::any_of(queue_.begin(), queue_.end(), waits_here);
+  }
+  const std::intptr_t token = callback(r);
+  if (woken != nullptr) {
+    woken->token = token;
+    woken->unparked = true;
+    woken->wake.notify_one();
+  }
+  return r;
 }
 
 }  // namespace locklab::fibers

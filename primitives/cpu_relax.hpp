@@ -12,7 +12,10 @@
 
 namespace locklab {
 
-inline void cpu_relax() noexcept {
+// The name is parenthesized where it is defined and where code that may
+// see Boost.Fiber's headers calls it: Boost.Fiber defines a function-like
+// macro cpu_relax(), which a parenthesized name does not invoke.
+inline void(cpu_relax)() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__) || defined(__arm__)

@@ -115,13 +115,19 @@
 // the spin budget are relaxed hints that a compare-exchange then confirms.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <thread>
+#include <utility>
 
 #include "primitives/cache_line.hpp"
 #include "primitives/lock_stats.hpp"
+#include "primitives/parking_lot.hpp"
 #include "primitives/spin_policy.hpp"
 
 namespace locklab {
@@ -129,19 +135,63 @@ namespace locklab {
 // The queueing discipline of a synchronizer (see "Who may take permits").
 enum class Fairness : std::uint8_t { kUnfair, kFair };
 
-class QueuedSynchronizer {
+// Where a synchronizer's waiters sleep: the ParkingLot's two calls, on an
+// object. The algorithm above needs nothing else from it, so the same word
+// and rules run over OS threads parked in the kernel (ThreadLot) and over
+// fibers suspended on a fiber-aware queue (fibers/park_fiber.hpp): the
+// waiting is a parameter, as WebKit's WTF::Lock is generic over its
+// parking lot. A Lot must keep park_if()'s and unpark_one()'s contracts
+// (parking_lot.hpp): validate() and the callback run under one lock that
+// also guards the queue of `address`, and the queue is FIFO.
+template <class L>
+concept Lot = requires(L& lot, const void* address, detail::FunctionRef<bool()> validate,
+                       std::optional<std::chrono::steady_clock::time_point> deadline,
+                       detail::FunctionRef<std::intptr_t(UnparkResult)> callback) {
+  { lot.park_if(address, validate, deadline) } -> std::same_as<ParkResult>;
+  { lot.unpark_one(address, callback) } -> std::same_as<UnparkResult>;
+};
+
+// The process-wide ParkingLot: the calling OS thread sleeps in the kernel
+// on its own Parker. Stateless, so it costs a synchronizer no memory.
+struct ThreadLot {
+  ParkResult park_if(const void* address, detail::FunctionRef<bool()> validate,
+                     std::optional<parking_lot::Clock::time_point> deadline) noexcept {
+    return parking_lot::detail::park_if(address, validate, [] {}, deadline);
+  }
+  UnparkResult unpark_one(const void* address, detail::FunctionRef<std::intptr_t(UnparkResult)> callback) noexcept {
+    return parking_lot::detail::unpark_one(address, callback);
+  }
+};
+
+// The algorithm of this file's essay over any Lot. The slow paths live in
+// primitives/queued_synchronizer_impl.hpp and are compiled once per Lot by
+// an explicit instantiation: QueuedSynchronizer (ThreadLot) in
+// queued_synchronizer.cpp, the fiber lots in fibers/.
+template <Lot L>
+class BasicQueuedSynchronizer {
  public:
   using Clock = std::chrono::steady_clock;
   // Java's limit (Integer.MAX_VALUE) on the permit count.
   static constexpr std::int64_t kMaxPermits = std::numeric_limits<std::int32_t>::max();
 
   // Pre: 0 <= permits <= kMaxPermits (unchecked: the shells check).
-  explicit QueuedSynchronizer(std::int64_t permits, Fairness fairness = Fairness::kUnfair,
-                              SpinPolicy policy = SpinPolicy::adaptive()) noexcept;
+  explicit BasicQueuedSynchronizer(std::int64_t permits, Fairness fairness = Fairness::kUnfair,
+                                   SpinPolicy policy = SpinPolicy::adaptive()) noexcept
+    requires std::default_initializable<L>
+      : BasicQueuedSynchronizer(permits, fairness, policy, std::in_place) {}
+  // The same, with the Lot built from lot_args (a lot with per-lock state).
+  template <class... LotArgs>
+  BasicQueuedSynchronizer(std::int64_t permits, Fairness fairness, SpinPolicy policy, std::in_place_t,
+                          LotArgs&&... lot_args)
+      : word_(units(permits)),
+        fair_(fairness == Fairness::kFair),
+        spin_budget_(std::clamp(policy.initial_spins, policy.min_spins, std::max(policy.min_spins, policy.max_spins))),
+        policy_(policy),
+        lot_(std::forward<LotArgs>(lot_args)...) {}
   // Pre: no thread waits in it.
-  ~QueuedSynchronizer() = default;
-  QueuedSynchronizer(const QueuedSynchronizer&) = delete;
-  QueuedSynchronizer& operator=(const QueuedSynchronizer&) = delete;
+  ~BasicQueuedSynchronizer() = default;
+  BasicQueuedSynchronizer(const BasicQueuedSynchronizer&) = delete;
+  BasicQueuedSynchronizer& operator=(const BasicQueuedSynchronizer&) = delete;
 
   // Takes n permits if the rules let a newcomer take them now ("Who may take
   // permits"); never waits. Pre: 1 <= n <= kMaxPermits.
@@ -157,7 +207,7 @@ class QueuedSynchronizer {
 
   // Takes n permits, waiting as long as it takes.
   void acquire(std::int64_t n = 1) noexcept {
-    if (!try_acquire(n)) acquire_slow<false>(n, {});
+    if (!try_acquire(n)) acquire_slow_untimed(n);
   }
 
   // Takes n permits unless `deadline` passes first; true if it took them.
@@ -165,9 +215,9 @@ class QueuedSynchronizer {
   // earlier than the deadline.
   bool acquire_until(std::int64_t n, Clock::time_point deadline) noexcept {
     if (try_acquire(n)) return true;
-    if (deadline == Clock::time_point::max()) return acquire_slow<false>(n, {});
+    if (deadline == Clock::time_point::max()) return acquire_slow_untimed(n);
     if (Clock::now() >= deadline) return false;
-    return acquire_slow<true>(n, deadline);
+    return acquire_slow_timed(n, deadline);
   }
 
   // Adds n permits and wakes whoever should be woken. Pre: 1 <= n and
@@ -196,6 +246,20 @@ class QueuedSynchronizer {
   const SpinPolicy& policy() const noexcept { return policy_; }
   // Slow-path statistics: contended acquires, polls spun, parks, wakes.
   LockStatsSnapshot stats() const noexcept { return stats_.snapshot(); }
+  // The lot, for the shells' hooks (e.g. a fiber lot's pin bookkeeping).
+  L& lot() noexcept { return lot_; }
+
+  // Room on the word's cache line for an owning shell's bookkeeping, as AQS
+  // keeps exclusiveOwnerThread beside its state: ReentrantLock stores its
+  // owner and hold count here, so that taking the lock and recording the
+  // owner touch one cache line, not two (on a separate line they halved
+  // ReentrantLock's throughput at 2 waiters with empty sections: that line
+  // moved between the cores at every hand-over as well). The synchronizer
+  // itself never reads or writes them.
+  std::atomic<std::thread::id>& owner_slot() noexcept { return owner_; }
+  const std::atomic<std::thread::id>& owner_slot() const noexcept { return owner_; }
+  std::int64_t& hold_count_slot() noexcept { return holds_; }
+  std::int64_t hold_count_slot() const noexcept { return holds_; }
 
  private:
   static constexpr std::uint64_t kParked = 1;
@@ -222,6 +286,10 @@ class QueuedSynchronizer {
   // The successor slot: a second lot address, distinct from the word's.
   const void* successor_slot() const noexcept { return reinterpret_cast<const char*>(&word_) + 1; }
 
+  // Non-template entry points, so that an explicit instantiation of the
+  // class compiles both versions of the template.
+  bool acquire_slow_untimed(std::int64_t n) noexcept;
+  bool acquire_slow_timed(std::int64_t n, Clock::time_point deadline) noexcept;
   template <bool kTimed>
   bool acquire_slow(std::int64_t n, Clock::time_point deadline) noexcept;
   bool release_slow(std::int64_t n, std::int64_t max_permits) noexcept;
@@ -231,13 +299,21 @@ class QueuedSynchronizer {
 
   alignas(kCacheLineSize) std::atomic<std::uint64_t> word_;
   const bool fair_;
+  std::atomic<std::thread::id> owner_{};  // owner_slot()
+  std::int64_t holds_ = 0;                 // hold_count_slot()
   // Slow-path-only state, off the word's cache line so that spinners and
   // queuers do not disturb the holder.
   alignas(kCacheLineSize) std::atomic<std::uint32_t> spin_budget_;
   std::atomic<std::uint32_t> probes_{0};   // contended acquires at budget 0
+  std::atomic<std::uint32_t> spinners_{0}; // threads in a spin phase now
   std::atomic<std::int64_t> waiting_{0};   // queue_length()
   SpinPolicy policy_;
   LockStats stats_;
+  [[no_unique_address]] L lot_;
 };
+
+// The synchronizer of primitives/: waiters are OS threads in the ParkingLot.
+using QueuedSynchronizer = BasicQueuedSynchronizer<ThreadLot>;
+extern template class BasicQueuedSynchronizer<ThreadLot>;
 
 }  // namespace locklab

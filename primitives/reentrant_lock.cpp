@@ -65,9 +65,9 @@ bool ReentrantLock::Condition::await_until_steady(Clock::time_point deadline) {
 
   // Release the lock completely, remembering the hold count.
   const std::thread::id self = std::this_thread::get_id();
-  const std::int64_t holds = lock_.holds_;
-  lock_.holds_ = 0;
-  lock_.owner_.store(std::thread::id(), std::memory_order_relaxed);
+  const std::int64_t holds = lock_.holds();
+  lock_.holds() = 0;
+  lock_.owner().store(std::thread::id(), std::memory_order_relaxed);
   lock_.sync_.release(1);
 
   // Wait for a signal (or the deadline). A signal sets the word before it
@@ -85,7 +85,7 @@ bool ReentrantLock::Condition::await_until_steady(Clock::time_point deadline) {
   // lock nobody can signal us concurrently.
   lock_.sync_.acquire(1);
   lock_.become_owner(self);
-  lock_.holds_ = holds;
+  lock_.holds() = holds;
   if (!me.queued) return true;  // signalled (possibly right at the deadline)
   (me.prev != nullptr ? me.prev->next : head_) = me.next;
   (me.next != nullptr ? me.next->prev : tail_) = me.prev;

@@ -101,7 +101,7 @@
 // at all. Contended paths are the QueuedSynchronizer's (adaptive spin while
 // nobody is queued, then a park in the ParkingLot; a release wakes only when
 // nobody woken is already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
-// statistics) plus the owner and hold count; a Condition is three words; an
+// statistics; the owner and hold count fill its word line's padding); a Condition is three words; an
 // awaiting thread keeps its node on its stack.
 //
 // How it works
@@ -111,15 +111,18 @@
 // fairness (primitives/queued_synchronizer.hpp), which provides the queue,
 // the parking, barging or FIFO order, timeouts and statistics; this class
 // adds ownership:
-//   owner_  the holding thread's id, or none       (atomic, see below)
-//   holds_  the hold count, >= 1 while held        (plain: only the owner
-//                                                   reads or writes it)
+//   owner  the holding thread's id, or none       (atomic, see below)
+//   holds  the hold count, >= 1 while held        (plain: only the owner
+//                                                 reads or writes it)
+// Both sit in the synchronizer's owner slot, on the permit word's cache
+// line, as AQS keeps exclusiveOwnerThread beside its state: a hand-over
+// moves one line between cores, not two.
 // lock() first tries to take the permit; only if that fails does it ask "do
-// I already own it?" (owner_ == this thread), and if so it just increments
-// holds_ (while this thread holds the lock the permit is gone, so the try
+// I already own it?" (owner == this thread), and if so it just increments
+// holds (while this thread holds the lock the permit is gone, so the try
 // cannot succeed); otherwise it waits for the permit and then records
 // itself as owner. unlock() checks ownership, decrements, and at zero clears
-// owner_ *before* giving the permit back.
+// owner *before* giving the permit back.
 // A Condition is a FIFO list of nodes on the awaiting threads' stacks, each
 // with its own futex word; the list is guarded by the lock itself (only the
 // holder touches it). signal() unlinks the head node and sets its word while
@@ -134,7 +137,7 @@
 // -------------
 // - The permit's acquire/release compare-exchanges (queued_synchronizer.hpp)
 //   provide all the happens-before between critical sections.
-// - owner_ is relaxed everywhere. The only question asked of it is "is it
+// - owner is relaxed everywhere. The only question asked of it is "is it
 //   me?". A thread reads its own id there only if it stored it itself and has
 //   not cleared it since: every other writer stores a *different* id or
 //   none, and a thread always observes its own latest store or something
@@ -142,7 +145,7 @@
 //   So the answer to "is it me?" is exact without any ordering. (This is
 //   AQS's argument for a plain exclusiveOwnerThread field.) A thread whose
 //   id is not there, but that will be the next owner, is not yet the owner.
-// - holds_ is a plain integer: written and read only by the owner, and the
+// - holds is a plain integer: written and read only by the owner, and the
 //   permit's release/acquire orders one owner's accesses before the next's.
 // - Condition node words: release store by the signaller, acquire load by
 //   the awaiter (the lock re-acquisition orders everything else).
@@ -180,8 +183,8 @@ class ReentrantLock {
     // contender does not pull the owner's line at every attempt.
     if (sync_.try_acquire(1)) return become_owner(std::this_thread::get_id());
     const std::thread::id self = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) == self) {
-      ++holds_;
+    if (owner().load(std::memory_order_relaxed) == self) {
+      ++holds();
       return;
     }
     sync_.acquire(1);
@@ -195,8 +198,8 @@ class ReentrantLock {
       become_owner(std::this_thread::get_id());
       return true;
     }
-    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return false;
-    ++holds_;
+    if (owner().load(std::memory_order_relaxed) != std::this_thread::get_id()) return false;
+    ++holds();
     return true;
   }
 
@@ -205,8 +208,8 @@ class ReentrantLock {
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     const std::thread::id self = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) == self) {
-      ++holds_;
+    if (owner().load(std::memory_order_relaxed) == self) {
+      ++holds();
       return true;
     }
     if (!(timeout <= timeout.zero() ? sync_.try_acquire(1)
@@ -221,8 +224,8 @@ class ReentrantLock {
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     const std::thread::id self = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) == self) {
-      ++holds_;
+    if (owner().load(std::memory_order_relaxed) == self) {
+      ++holds();
       return true;
     }
     if (!sync_.acquire_until(1, detail::to_steady_deadline(deadline))) return false;
@@ -235,17 +238,17 @@ class ReentrantLock {
   // (std::errc::operation_not_permitted), changing nothing, if this thread
   // does not hold the lock.
   void unlock() {
-    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) throw_not_owner("unlock");
-    if (--holds_ != 0) return;
-    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    if (owner().load(std::memory_order_relaxed) != std::this_thread::get_id()) throw_not_owner("unlock");
+    if (--holds() != 0) return;
+    owner().store(std::thread::id(), std::memory_order_relaxed);
     sync_.release(1);
   }
 
   // This thread's holds: 0 if it does not hold the lock (Java getHoldCount).
-  std::int64_t hold_count() const noexcept { return is_held_by_current_thread() ? holds_ : 0; }
+  std::int64_t hold_count() const noexcept { return is_held_by_current_thread() ? holds() : 0; }
   // Exact for the calling thread (see "Memory orders").
   bool is_held_by_current_thread() const noexcept {
-    return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+    return owner().load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
   // Whether some thread holds the lock (or, fair mode, it is being handed to
   // a woken waiter). A snapshot, for monitoring, not for synchronisation.
@@ -265,14 +268,19 @@ class ReentrantLock {
 
  private:
   void become_owner(std::thread::id self) noexcept {
-    owner_.store(self, std::memory_order_relaxed);
-    holds_ = 1;
+    owner().store(self, std::memory_order_relaxed);
+    holds() = 1;
   }
   [[noreturn]] static void throw_not_owner(const char* what);
 
   QueuedSynchronizer sync_;  // 1 permit = unlocked
-  std::atomic<std::thread::id> owner_{};
-  std::int64_t holds_ = 0;  // only the owner reads or writes it
+  // The owner and hold count live on the permit word's cache line (the
+  // synchronizer's owner slot): one line moves at a hand-over, not two.
+  // Only the owner writes them; only the owner reads the hold count.
+  std::atomic<std::thread::id>& owner() noexcept { return sync_.owner_slot(); }
+  const std::atomic<std::thread::id>& owner() const noexcept { return sync_.owner_slot(); }
+  std::int64_t& holds() noexcept { return sync_.hold_count_slot(); }
+  std::int64_t holds() const noexcept { return sync_.hold_count_slot(); }
   static_assert(std::atomic<std::thread::id>::is_always_lock_free);
 };
 

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>
 
 #include "fibers/carrier_pool.hpp"
@@ -115,6 +116,34 @@ TYPED_TEST(FiberLockTyped, ExcludesFibersOnOneCarrier) {
   ASSERT_TRUE(pool.join_for(30s));
   EXPECT_EQ(g.value, kFibers * kIterations);
   EXPECT_EQ(g.overlaps.load(), 0);
+}
+
+// The synchronizer's one-awake-successor rule, on fibers: once a release
+// has woken a waiter, further releases wake nobody until that waiter has
+// run. One carrier, so the woken fiber cannot run while this one loops;
+// the three-state futex algorithm this lock used before woke a waiter on
+// every one of these releases. (FiberMutex only: PinningMonitor waiters
+// would block the one carrier, this test's own thread.)
+TEST(FiberLock, AReleaseWakesNobodyWhileAWokenWaiterIsOnItsWay) {
+  FiberMutex lock;
+  constexpr int kWaiters = 4, kReleases = 5;
+  lock.lock();
+  std::vector<boost::fibers::fiber> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&] {
+      lock.lock();
+      lock.unlock();
+    });
+  }
+  for (int i = 0; i < 1000 && lock.queue_length() < kWaiters; ++i) boost::this_fiber::yield();
+  ASSERT_EQ(lock.queue_length(), kWaiters) << "the waiters never queued";
+  for (int i = 0; i < kReleases; ++i) {
+    lock.unlock();
+    ASSERT_TRUE(lock.try_lock());  // barging: the woken waiter has not run yet
+  }
+  EXPECT_EQ(lock.stats().wakes, 1) << "releases woke waiters while a woken one was on its way";
+  lock.unlock();
+  for (auto& w : waiters) w.join();
 }
 
 // The migration test: the holder suspends inside the critical

@@ -50,6 +50,46 @@ TEST(AdaptiveMutexTest, ParkOnlyNeverSpins) {
   EXPECT_EQ(s.wakes, s.parks);
 }
 
+// The lone spinner: with its adaptive budget at 0 (here from the start), a
+// waiter that is the only thread spinning, with nobody queued, still spins
+// (up to SpinPolicy::kLoneSpinPolls, ~50 us) instead of parking at once. A
+// holder keeps the lock ~20 us (~1,000 polls), 20 rounds. Without the rule
+// the waiter spins only on its probes (one contended acquire in 16, 100
+// polls: at most 200 polls here); with it, about 1,000 a round. Counted in
+// polls, not parks, so that a descheduled holder (the waiter then spins
+// its full allowance and parks) cannot make it flaky.
+TEST(AdaptiveMutexTest, ALoneSpinnerOutlastsADecayedBudget) {
+  AdaptiveMutex lock(SpinPolicy{SpinPolicy::Kind::kAdaptive, 0, 0, SpinPolicy::kDefaultMaxSpins});
+  constexpr int kRounds = 20;
+  std::atomic<int> round{0};      // the round the waiter may start
+  std::atomic<int> arrived{0};    // the last round the waiter started
+  std::atomic<int> done{0};       // the last round the waiter finished
+  std::jthread waiter([&] {
+    for (int r = 1; r <= kRounds; ++r) {
+      while (round.load() < r) std::this_thread::yield();
+      arrived.store(r);
+      lock.lock();
+      lock.unlock();
+      done.store(r);
+    }
+  });
+  for (int r = 1; r <= kRounds; ++r) {
+    lock.lock();
+    round.store(r);
+    while (arrived.load() < r) std::this_thread::yield();
+    const auto until = std::chrono::steady_clock::now() + 20us;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    lock.unlock();
+    while (done.load() < r) std::this_thread::yield();
+  }
+  waiter.join();
+  const LockStatsSnapshot s = lock.stats();
+  ASSERT_GT(s.contended_acquires, 0);
+  EXPECT_GT(s.spins, static_cast<std::int64_t>(SpinPolicy::kDefaultMaxSpins))
+      << "the waiter did not spin past its budget of 0 (" << s.parks << " parks)";
+}
+
 TEST(AdaptiveMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
   // One thread re-takes the lock in a tight loop (it always runs, so it
   // would win every race against a sleeper that must first be scheduled);

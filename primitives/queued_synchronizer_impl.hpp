@@ -1,0 +1,276 @@
+// queued_synchronizer_impl.hpp — the slow paths of BasicQueuedSynchronizer
+// (queued_synchronizer.hpp has the word, the rules and the argument).
+//
+// Not for general inclusion: a .cpp includes this file to compile the
+// synchronizer for one Lot with an explicit instantiation,
+//   template class locklab::BasicQueuedSynchronizer<MyLot>;
+// as queued_synchronizer.cpp does for ThreadLot and fibers/fiber_lots.cpp
+// for the fiber lots. Everything else includes queued_synchronizer.hpp and
+// links against one of those, so each slow path is compiled once.
+#pragma once
+
+#include <algorithm>
+#include <utility>
+
+#include "primitives/cpu_relax.hpp"
+#include "primitives/queued_synchronizer.hpp"
+
+namespace locklab {
+
+namespace detail::queued_synchronizer {
+// At budget 0 a synchronizer would never spin again, however short its
+// sections became; one contended acquire in kProbeEvery spins kProbeSpins
+// polls so that a decayed budget can grow back (FutexMutex's probes, same
+// numbers).
+inline constexpr std::uint32_t kProbeEvery = 16;
+inline constexpr std::uint32_t kProbeSpins = 100;
+// A timed spin reads the clock once per this many polls (~1.3 us at ~20 ns
+// a poll): often enough to honour a deadline, rarely enough not to slow it.
+inline constexpr std::uint32_t kPollsPerClockRead = 64;
+}  // namespace detail::queued_synchronizer
+
+template <Lot L>
+void BasicQueuedSynchronizer<L>::adapt(bool won) noexcept {
+  if (policy_.kind != SpinPolicy::Kind::kAdaptive) return;
+  // Racy load + store: a lost update only leaves the budget a little stale.
+  // Growth +1/4 + 1 after a spin that won, shrink 1/8 + 1 after one that
+  // ended in a park: FutexMutex's rule ("The adaptive spin budget").
+  const std::uint32_t b = spin_budget_.load(std::memory_order_relaxed);
+  const std::uint32_t shrink = b / 8 + 1;
+  const std::uint32_t next = won ? b + b / 4 + 1 : (b > shrink ? b - shrink : 0);
+  spin_budget_.store(std::clamp(next, policy_.min_spins, policy_.max_spins), std::memory_order_relaxed);
+}
+
+template <Lot L>
+template <bool kTimed>
+bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point deadline) noexcept {
+  using Kind = SpinPolicy::Kind;
+  namespace tuning = detail::queued_synchronizer;
+  const bool spin_only = policy_.kind == Kind::kSpinOnly;
+  const bool adaptive = policy_.kind == Kind::kAdaptive;
+  std::int64_t spins = 0;       // polls in this acquisition, for the statistics
+  std::uint32_t spun = 0;       // polls in the current spin phase
+  std::uint32_t budget = 0;
+  bool spinning = false;        // the current spin phase has polled at least once (counted in spinners_)
+  bool designated = false;      // this thread owns kWoken (and kStarving, if set)
+  bool counted = false;         // counted in waiting_
+  Clock::time_point woken_at{};  // when this thread became the designated successor
+  auto refill = [&] {
+    spun = 0;
+    if (policy_.kind == Kind::kParkOnly) {
+      budget = 0;
+    } else {
+      budget = spin_budget_.load(std::memory_order_relaxed);
+      // Relaxed: a heuristic counter, like the budget.
+      if (budget == 0 && probes_.fetch_add(1, std::memory_order_relaxed) % tuning::kProbeEvery == 0) {
+        budget = tuning::kProbeSpins;
+      }
+    }
+  };
+  auto stop_spinning = [&] {
+    spinning = false;
+    spinners_.fetch_sub(1, std::memory_order_relaxed);
+  };
+  auto finish = [&](bool took) {
+    if (spinning) stop_spinning();
+    if (counted) waiting_.fetch_sub(1, std::memory_order_relaxed);
+    stats_.record_contended_acquire(spins);
+    return took;
+  };
+  // Leaving without the permits. A designated successor hands kWoken (and
+  // kStarving) back, or every later release would think someone is awake
+  // and wake nobody; a thread that timed out in the queue may have been the
+  // head a release skipped. Either way, permits left free with threads
+  // queued and nobody awake are passed on.
+  auto give_up = [&] {
+    if (designated) {
+      word_.fetch_and(~(kWoken | kStarving | kSuccessorParked), std::memory_order_relaxed);
+    }
+    pass_on_if_free();
+    return finish(false);
+  };
+
+  refill();
+  for (;;) {
+    std::uint64_t w = word_.load(std::memory_order_relaxed);
+    if (designated ? permits_of(w) >= n : may_barge(w, n)) {
+      std::uint64_t next = w - units(n);
+      bool pass_on = false;
+      if (designated) {
+        next &= ~(kWoken | kStarving | kSuccessorParked);
+        if ((w & kParked) && (fair_ || permits_of(next) > 0)) {
+          next |= kWoken;  // claimed for the next queued thread
+          pass_on = true;
+        }
+      }
+      if (!word_.compare_exchange_weak(w, next, std::memory_order_acquire, std::memory_order_relaxed)) continue;
+      if (spinning) adapt(true);  // finish() stops the spin phase
+      if (pass_on) wake_head_claimed();
+      return finish(true);
+    }
+
+    // Spin: a designated successor up to its budget; anyone else only
+    // while nobody is queued (a queued thread means the lock is busier than
+    // a spin is likely to outlast, and the spinner would take a core). A
+    // lone spinner, nobody queued and no other thread spinning, goes on to
+    // SpinPolicy::kLoneSpinPolls (adaptive policy only; fixed and park-only
+    // mean what they say): typically one waiter and one holder on two cores,
+    // where the adaptive budget, shrunk by the holder's barging, would
+    // otherwise send the waiter to sleep and make every release a wake-up.
+    // Relaxed: spinners_ is a hint, like the budget.
+    const bool may_spin = designated || !(w & kParked);
+    const bool lone = adaptive && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
+                      spinners_.load(std::memory_order_relaxed) == (spinning ? 1u : 0u);
+    if (spin_only || (may_spin && (spun < budget || lone))) {
+      ++spun;
+      ++spins;
+      if (!spinning) {
+        spinning = true;
+        spinners_.fetch_add(1, std::memory_order_relaxed);
+      }
+      if constexpr (kTimed) {
+        if (spun % tuning::kPollsPerClockRead == 0 && Clock::now() >= deadline) return give_up();
+      }
+      (cpu_relax)();  // parenthesized: see cpu_relax.hpp
+      continue;
+    }
+    if (spinning) {
+      adapt(false);
+      stop_spinning();
+    }
+    if constexpr (kTimed) {
+      if (Clock::now() >= deadline) return give_up();
+    }
+
+    if (designated) {
+      // Unfair: after kFairInterval as the successor, stop the barging.
+      if (!fair_ && !(w & kStarving) && Clock::now() - woken_at >= parking_lot::kFairInterval) {
+        word_.fetch_or(kStarving, std::memory_order_relaxed);
+        continue;
+      }
+      // Sleep in the successor slot, still first in line. Relaxed: the
+      // validation below re-reads the word under the slot's bucket lock.
+      if (!(w & kSuccessorParked) &&
+          !word_.compare_exchange_weak(w, w | kSuccessorParked, std::memory_order_relaxed,
+                                       std::memory_order_relaxed)) {
+        continue;
+      }
+      const ParkResult r = lot_.park_if(
+          successor_slot(),
+          [&] {
+            const std::uint64_t v = word_.load(std::memory_order_relaxed);
+            return (v & kSuccessorParked) && permits_of(v) < n;
+          },
+          kTimed ? std::optional<Clock::time_point>(deadline) : std::nullopt);
+      if (r.status != ParkStatus::kInvalid) stats_.record_park();
+      if (r.status == ParkStatus::kTimedOut) return give_up();
+      refill();
+      continue;
+    }
+
+    // Queue. Announce it (relaxed: park_if's validation re-reads the word
+    // under the bucket lock, which orders it against the unparker's
+    // callback), then park unless the word changed.
+    if (!(w & kParked) &&
+        !word_.compare_exchange_weak(w, w | kParked, std::memory_order_relaxed, std::memory_order_relaxed)) {
+      continue;
+    }
+    const ParkResult r = lot_.park_if(
+        this,
+        [&] {
+          const std::uint64_t v = word_.load(std::memory_order_relaxed);
+          const bool sleep = (v & kParked) && !may_barge(v, n);
+          // Counted under the bucket lock, in the critical section that
+          // queues us: once queue_length() shows us, we are in the queue.
+          if (sleep && !counted) {
+            counted = true;
+            waiting_.fetch_add(1, std::memory_order_relaxed);
+          }
+          return sleep;
+        },
+        kTimed ? std::optional<Clock::time_point>(deadline) : std::nullopt);
+    switch (r.status) {
+      case ParkStatus::kUnparked:  // the unparker claimed kWoken for us
+        stats_.record_park();
+        designated = true;
+        woken_at = Clock::now();
+        refill();
+        break;
+      case ParkStatus::kTimedOut:
+        stats_.record_park();
+        return give_up();
+      case ParkStatus::kInvalid:  // the word changed before we could queue: look again
+        break;
+    }
+  }
+}
+
+template <Lot L>
+bool BasicQueuedSynchronizer<L>::acquire_slow_untimed(std::int64_t n) noexcept {
+  return acquire_slow<false>(n, {});
+}
+
+template <Lot L>
+bool BasicQueuedSynchronizer<L>::acquire_slow_timed(std::int64_t n, Clock::time_point deadline) noexcept {
+  return acquire_slow<true>(n, deadline);
+}
+
+template <Lot L>
+bool BasicQueuedSynchronizer<L>::release_slow(std::int64_t n, std::int64_t max_permits) noexcept {
+  std::uint64_t w = word_.load(std::memory_order_relaxed);
+  bool wake_slot = false;
+  bool wake_head = false;
+  for (;;) {
+    if (permits_of(w) > max_permits - n) return false;
+    std::uint64_t next = w + units(n);
+    wake_slot = (w & kSuccessorParked) != 0;
+    wake_head = !wake_slot && (w & (kParked | kWoken)) == kParked;
+    if (wake_slot) next &= ~kSuccessorParked;
+    if (wake_head) next |= kWoken;  // claimed for the thread we are about to wake
+    if (word_.compare_exchange_weak(w, next, std::memory_order_release, std::memory_order_relaxed)) break;
+  }
+  if (wake_slot) {
+    // Only the designated successor parks there; if it left meanwhile
+    // (timeout), this finds nobody, which is harmless.
+    if (lot_.unpark_one(successor_slot(), [](UnparkResult) -> std::intptr_t { return 0; }).did_unpark) stats_.record_wake();
+  } else if (wake_head) {
+    wake_head_claimed();
+  }
+  return true;
+}
+
+// kWoken has been claimed by the caller on behalf of the longest-queued
+// thread: wake it, or, if nobody is queued any more, give the claim back.
+// Under the bucket lock, so that no thread can queue between the lot's
+// answer and the bits written here (a queuing thread validates under the
+// same lock). Read-modify-writes only: other threads may be changing the
+// permits meanwhile.
+template <Lot L>
+void BasicQueuedSynchronizer<L>::wake_head_claimed() noexcept {
+  lot_.unpark_one(this, [this](UnparkResult r) -> std::intptr_t {
+    std::uint64_t clear = 0;
+    if (r.did_unpark) {
+      stats_.record_wake();
+    } else {
+      clear |= kWoken;
+    }
+    if (!r.may_have_more_threads) clear |= kParked;
+    if (clear != 0) word_.fetch_and(~clear, std::memory_order_relaxed);
+    return 0;
+  });
+}
+
+// Permits are free, threads are queued and nobody is awake to take them:
+// claim kWoken and wake the head (see give_up in acquire_slow).
+template <Lot L>
+void BasicQueuedSynchronizer<L>::pass_on_if_free() noexcept {
+  std::uint64_t w = word_.load(std::memory_order_relaxed);
+  while ((w & (kParked | kWoken)) == kParked && permits_of(w) > 0) {
+    if (word_.compare_exchange_weak(w, w | kWoken, std::memory_order_relaxed, std::memory_order_relaxed)) {
+      wake_head_claimed();
+      return;
+    }
+  }
+}
+
+}  // namespace locklab
