@@ -21,12 +21,14 @@ return redis.call('pttl', KEYS[1])
 )lua");
 
 // KEYS[1] lock key; ARGV[1] owner, ARGV[2] channel.
-// 1: deleted and published; -1: someone else's key; 0: no key.
+// 1: deleted and published; 2: deleted, the wake-up PUBLISH refused (pcall:
+// a script is not rolled back, so an error there would report a deleted
+// lock as not released); -1: someone else's key; 0: no key.
 const Script kRelease("adaptive_lock.release", R"lua(
 local v = redis.call('get', KEYS[1])
 if v == ARGV[1] then
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], '0')
+  if type(redis.pcall('publish', ARGV[2], '0')) == 'table' then return 2 end
   return 1
 end
 if v then return -1 end
@@ -48,6 +50,9 @@ AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
     throw std::invalid_argument("AdaptiveLock: initial_spin must lie in [min_spin, max_spin]");
   }
   if (options_.spin_pause.count() < 0) throw std::invalid_argument("AdaptiveLock: negative spin_pause");
+  detail::check_at_most_max("AdaptiveLock: lease", options_.lease);
+  detail::check_at_most_max("AdaptiveLock: max_spin", options_.max_spin);
+  detail::check_at_most_max("AdaptiveLock: spin_pause", options_.spin_pause);
   channel_ = name_ + ":channel";
   fence_key_ = FencingTokens::key_for(name_);
 }
@@ -126,7 +131,7 @@ bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
     const auto now = Clock::now();
     if (now >= deadline) return false;
     auto wake = deadline;
-    if (pttl >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(pttl + 1));
+    if (pttl >= 0) wake = std::min(deadline, detail::after_pttl(now, pttl));
     if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
       if (!sub->resubscribe(deadline)) return try_script(owner, pttl) ? won(&park_wins_) : false;
     }
@@ -140,7 +145,8 @@ void AdaptiveLock::unlock() {
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
   const std::int64_t r = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
-  if (r != 1) throw LockLost(name_, r == -1);
+  if (r == 2) unpublished_.fetch_add(1, std::memory_order_relaxed);
+  if (r != 1 && r != 2) throw LockLost(name_, r == -1);
 }
 
 std::int64_t AdaptiveLock::token() const {

@@ -82,6 +82,16 @@
 // - A key of another type under `name`: SET NX fails (the lock looks held)
 //   and the acquire script's PTTL of a persistent key is -1, so a waiter
 //   sleeps until its deadline; unlock() of such a key gets Error(kServer).
+// - The server refuses the release's wake-up PUBLISH (an ACL user allowed
+//   the key but not the channel, e.g. Redis 7's acl-pubsub-default
+//   resetchannels): the key is deleted and unlock() returns normally — a
+//   released lock is never reported as not released. unpublished_releases()
+//   counts these; waiters elsewhere learn of the release at their lease
+//   bound. (Such a user's own waiters get the SUBSCRIBE's NOPERM as
+//   Error(kServer) at once.)
+// - A lease over 100 years (detail::kMaxDuration): std::invalid_argument at
+//   construction. A holder's PTTL beyond the steady clock's range (another
+//   client's lease) is waited for as "until the deadline".
 //
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
@@ -124,7 +134,8 @@ class AdaptiveLock {
   // Binds to the key `name` and the channel `name + ":channel"` on `client`
   // (which must outlive the lock). Sends nothing. std::invalid_argument for
   // an empty name, a lease <= 0, min_spin <= 0, min_spin > max_spin, an
-  // initial_spin outside [min_spin, max_spin] or a negative spin_pause.
+  // initial_spin outside [min_spin, max_spin], a negative spin_pause, or a
+  // lease, max_spin or spin_pause over 100 years (detail::kMaxDuration).
   AdaptiveLock(Client& client, std::string name);
   AdaptiveLock(Client& client, std::string name, Options options);
   // Pre: no thread holds or waits for it through this object.
@@ -170,6 +181,9 @@ class AdaptiveLock {
   // Acquisitions won while spinning / after parking (statistics).
   std::uint64_t spin_wins() const noexcept { return spin_wins_.load(std::memory_order_relaxed); }
   std::uint64_t park_wins() const noexcept { return park_wins_.load(std::memory_order_relaxed); }
+  // Releases whose wake-up PUBLISH the server refused (see the essay): the
+  // lock was released all the same.
+  std::uint64_t unpublished_releases() const noexcept { return unpublished_.load(std::memory_order_relaxed); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -190,6 +204,7 @@ class AdaptiveLock {
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> spin_wins_{0};
   std::atomic<std::uint64_t> park_wins_{0};
+  std::atomic<std::uint64_t> unpublished_{0};
 };
 
 }  // namespace locklab::redis

@@ -12,7 +12,8 @@
 //   kIo         the connection broke mid-command (server     connection to host:port lost: <why>
 //               killed or restarted, network reset)
 //   kServer     the server answered with an error reply      host:port replied: <the server's message>
-//               (WRONGTYPE, a failing script, OOM ...)
+//               (WRONGTYPE, a failing script, OOM, a
+//               refused SUBSCRIBE: NOAUTH, NOPERM ...)
 //   kAuth       AUTH / SELECT refused at connect time        authentication failed at host:port: <message>
 //   kProtocol   a reply of a shape the caller did not        unexpected reply from host:port: ...
 //               expect (e.g. a string where a script

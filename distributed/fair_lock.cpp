@@ -80,16 +80,20 @@ if not holder then
   end
 end
 if ARGV[4] == '1' then
-  if redis.call('exists', alive(me)) == 0 then
+  -- The alive key first, created with its TTL in the same SET: a qlease
+  -- Redis refuses fails the script before the queue is written, so the
+  -- PEXPIRE of the queue below cannot be refused after a ZADD.
+  local entry = lease
+  if fenced then entry = lease .. 'f' end
+  local queued = redis.call('exists', alive(me)) == 1
+  redis.call('set', alive(me), entry, 'PX', qlease)
+  if not queued then
     redis.call('zrem', queue, me)
     local last = redis.call('zrange', queue, -1, -1, 'WITHSCORES')
     local rank = 1
     if last[2] then rank = tonumber(last[2]) + 1 end
     redis.call('zadd', queue, rank, me)
   end
-  local entry = lease
-  if fenced then entry = lease .. 'f' end
-  redis.call('set', alive(me), entry, 'PX', qlease)
   if redis.call('pttl', queue) < qlease then redis.call('pexpire', queue, qlease) end
 end
 return {0, redis.call('pttl', lock)}
@@ -131,6 +135,8 @@ FairLock::FairLock(Client& client, std::string name, Options options)
   if (name_.empty()) throw std::invalid_argument("FairLock: empty name");
   if (options_.lease.count() <= 0) throw std::invalid_argument("FairLock: lease must be positive");
   if (options_.queue_lease.count() < 3) throw std::invalid_argument("FairLock: queue_lease must be >= 3 ms");
+  detail::check_at_most_max("FairLock: lease", options_.lease);
+  detail::check_at_most_max("FairLock: queue_lease", options_.queue_lease);
   queue_ = name_ + ":queue";
   fence_key_ = FencingTokens::key_for(name_);
 }
@@ -171,7 +177,7 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
         return false;
       }
       auto wake = std::min(deadline, now + refresh);
-      if (a.pttl_ms >= 0) wake = std::min(wake, now + std::chrono::milliseconds(a.pttl_ms + 1));
+      if (a.pttl_ms >= 0) wake = std::min(wake, detail::after_pttl(now, a.pttl_ms));
       const bool last = wake == deadline;
       const auto wait_ms =
           std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());

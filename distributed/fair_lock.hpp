@@ -151,7 +151,8 @@ class FairLock {
 
   // Binds to `name` and the keys derived from it (essay) on `client`, which
   // must outlive the lock. Sends nothing. std::invalid_argument for an
-  // empty name, a lease <= 0 or a queue_lease < 3 ms.
+  // empty name, a lease <= 0, a queue_lease < 3 ms, or either over 100
+  // years (detail::kMaxDuration).
   FairLock(Client& client, std::string name);
   FairLock(Client& client, std::string name, Options options);
   // Pre: no thread holds or waits for it through this object.

@@ -167,7 +167,7 @@ class FencedSpinLock {
 
   // Binds to `name` (string key) and FencingTokens::key_for(name) on
   // `client`. std::invalid_argument for an empty name, lease or interval
-  // <= 0, jitter outside [0, 1].
+  // <= 0 or over 100 years, jitter outside [0, 1].
   FencedSpinLock(Client& client, std::string name);
   FencedSpinLock(Client& client, std::string name, Options options);
   FencedSpinLock(const FencedSpinLock&) = delete;

@@ -14,7 +14,10 @@ namespace {
 // most as many as are free and at most 16 (an acquire that succeeds passes
 // the wake-up on, so the cap bounds a script's cost without stranding
 // waiters). KEYS[1] permit count, KEYS[2] timeout ZSET; the channel is
-// passed in each script's ARGV.
+// passed in each script's ARGV. Every PUBLISH is a pcall: a script is not
+// rolled back, so a PUBLISH the server refuses (an ACL user without
+// permission on the channel) must not turn a permit already taken, freed or
+// set into an error; the waiters then wake at their expiry bound instead.
 constexpr const char* kPrelude = R"lua(
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -23,7 +26,7 @@ local function free_now()
   return math.max(0, n - redis.call('zcard', KEYS[2]))
 end
 local function wake(k, channel)
-  for i = 1, math.min(k, free_now(), 16) do redis.call('publish', channel, 'free') end
+  for i = 1, math.min(k, free_now(), 16) do redis.pcall('publish', channel, 'free') end
 end
 )lua";
 
@@ -72,7 +75,7 @@ return free_now()
 // ARGV[1] n, ARGV[2] channel. 1 if set by this call, 0 if it was set.
 const Script kSetPermits("permit_semaphore.set_permits", R"lua(
 if redis.call('set', KEYS[1], ARGV[1], 'NX') then
-  if tonumber(ARGV[1]) > 0 then redis.call('publish', ARGV[2], 'free') end
+  if tonumber(ARGV[1]) > 0 then redis.pcall('publish', ARGV[2], 'free') end
   return 1
 end
 return 0
@@ -118,6 +121,7 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
                                                           std::chrono::milliseconds lease) {
   using Clock = detail::Clock;
   if (lease.count() <= 0) throw std::invalid_argument("PermitSemaphore: a permit's lease must be positive");
+  detail::check_at_most_max("PermitSemaphore: a permit's lease", lease);
   const std::string id = client_.id() + ":" + std::to_string(next_permit_number());
   const std::string lease_ms = std::to_string(lease.count());
   const bool may_wait = deadline > Clock::now();
@@ -142,7 +146,7 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
     const auto now = Clock::now();
     if (now >= deadline) return std::nullopt;
     auto wake = deadline;
-    if (a.wait_hint_ms >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(a.wait_hint_ms + 1));
+    if (a.wait_hint_ms >= 0) wake = std::min(deadline, detail::after_pttl(now, a.wait_hint_ms));
     if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
       if (!sub->resubscribe(deadline)) {
         a = attempt(id, lease_ms);

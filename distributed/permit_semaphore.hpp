@@ -53,7 +53,8 @@
 //   released, or expired and reclaimed"). Either way the holder's work was
 //   not protected to its end (as LockLost for locks).
 // - Bad arguments (caller bugs): std::invalid_argument, nothing sent —
-//   negative permit counts, a lease <= 0, an empty id or name.
+//   negative permit counts, a lease <= 0 or over 100 years
+//   (detail::kMaxDuration), an empty id or name.
 // - Redis unreachable, killed or slow: redis::Error (kConnect / kIo /
 //   kTimeout) from the operation, within the Client's timeouts. A release
 //   that fails this way may or may not have happened; the permit expires
@@ -132,7 +133,7 @@ class PermitSemaphore {
   // attempt). The permit id, or nullopt if none was free in time. The id is
   // unique (this Client's random id plus a process-wide number) and may be
   // released by any thread or process. std::invalid_argument for a lease
-  // <= 0; redis::Error as in the essay.
+  // <= 0 or over 100 years; redis::Error as in the essay.
   template <class R1, class P1, class R2, class P2>
   std::optional<std::string> try_acquire(const std::chrono::duration<R1, P1>& wait,
                                          const std::chrono::duration<R2, P2>& lease) {

@@ -15,8 +15,14 @@ namespace {
 // lease ms, ARGV[2] owner, ARGV[3] (fenced only) '1' if the caller has no
 // token for this owner. {1, hold count[, token]} if acquired or re-entered
 // (a token when fenced and the hold is outermost or the caller has none),
-// else {0, PTTL}.
+// else {0, PTTL}. A lease outside [1, kMaxDuration] is refused before any
+// write: Redis would refuse the PEXPIRE only after HINCRBY had created the
+// hash, leaving a lock without a TTL that nobody could ever take.
 const Script kAcquire("pub_sub_lock.acquire", R"lua(
+local lease = tonumber(ARGV[1])
+if not lease or lease < 1 or lease > )lua" + std::to_string(detail::kMaxDuration.count()) + R"lua( then
+  return redis.error_reply('ERR pub_sub_lock.acquire: lease out of range: ' .. ARGV[1])
+end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -28,8 +34,10 @@ end
 return {0, redis.call('pttl', KEYS[1])}
 )lua");
 
-// KEYS[1] lock hash; ARGV[1] owner, ARGV[2] channel.
-// Remaining hold count (0: released and published), -1 no key, -2 other owner.
+// KEYS[1] lock hash; ARGV[1] owner, ARGV[2] channel. Remaining hold count
+// (0: released and published), -1 no key, -2 other owner, -3 released but
+// the server refused the wake-up PUBLISH (pcall: a script is not rolled
+// back, so an error there would report a deleted lock as not released).
 const Script kRelease("pub_sub_lock.release", R"lua(
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   if redis.call('exists', KEYS[1]) == 1 then return -2 end
@@ -38,7 +46,7 @@ end
 local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if n > 0 then return n end
 redis.call('del', KEYS[1])
-redis.call('publish', ARGV[2], '0')
+if type(redis.pcall('publish', ARGV[2], '0')) == 'table' then return -3 end
 return 0
 )lua");
 
@@ -50,6 +58,9 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 end
 return 0
 )lua");
+
+// kRelease's "released, the wake-up PUBLISH refused".
+constexpr std::int64_t kReleasedUnpublished = -3;
 
 }  // namespace
 
@@ -69,6 +80,8 @@ PubSubLock::PubSubLock(Client& client, std::string name, Options options)
   if (name_.empty()) throw std::invalid_argument("PubSubLock: empty name");
   if (options_.lease.count() < 0) throw std::invalid_argument("PubSubLock: negative lease");
   if (options_.watchdog_lease.count() < 3) throw std::invalid_argument("PubSubLock: watchdog_lease must be >= 3 ms");
+  detail::check_at_most_max("PubSubLock: lease", options_.lease);
+  detail::check_at_most_max("PubSubLock: watchdog_lease", options_.watchdog_lease);
   channel_ = name_ + ":channel";
   fence_key_ = FencingTokens::key_for(name_);
 }
@@ -111,6 +124,7 @@ PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::m
 
 bool PubSubLock::try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
   if (lease.count() < 0) throw std::invalid_argument("PubSubLock::try_lock_for: negative lease");
+  detail::check_at_most_max("PubSubLock::try_lock_for: lease", lease);
   return acquire(detail::deadline_after(wait), lease);
 }
 
@@ -149,7 +163,7 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
     const auto now = Clock::now();
     if (now >= deadline) return !asked && attempt(owner, lease).acquired;
     auto wake = deadline;
-    if (a.pttl_ms >= 0) wake = std::min(deadline, now + std::chrono::milliseconds(a.pttl_ms + 1));
+    if (a.pttl_ms >= 0) wake = std::min(deadline, detail::after_pttl(now, a.pttl_ms));
     if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
       if (!sub->resubscribe(deadline)) return attempt(owner, lease).acquired;
     }
@@ -165,6 +179,10 @@ void PubSubLock::unlock() {
   std::int64_t left = 0;
   try {
     left = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
+    if (left == kReleasedUnpublished) {
+      unpublished_.fetch_add(1, std::memory_order_relaxed);
+      left = 0;
+    }
   } catch (...) {
     holds_.set(owner, 0);
     tokens_.set(owner, 0);
@@ -252,6 +270,7 @@ void PubSubLock::watchdog_loop() {
 
 std::future<bool> PubSubLock::try_lock_async(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
   if (lease.count() < 0) throw std::invalid_argument("PubSubLock::try_lock_async: negative lease");
+  detail::check_at_most_max("PubSubLock::try_lock_async: lease", lease);
   AsyncRequest r;
   r.owner = client_.thread_owner();
   r.deadline = detail::deadline_after(wait);
@@ -305,7 +324,7 @@ void PubSubLock::async_loop() {
           continue;
         }
         it->due = false;
-        it->next_try = a.pttl_ms >= 0 ? std::min(it->deadline, after + std::chrono::milliseconds(a.pttl_ms + 1))
+        it->next_try = a.pttl_ms >= 0 ? std::min(it->deadline, detail::after_pttl(after, a.pttl_ms))
                                       : it->deadline;
       } catch (...) {
         it->promise.set_exception(std::current_exception());

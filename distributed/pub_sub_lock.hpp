@@ -93,6 +93,19 @@
 //   re-subscription throws redis::Error within the Client's timeouts; a
 //   waiter never sleeps past its deadline or the holder's lease.
 // - A key of another type under `name`: Error(kServer) quoting WRONGTYPE.
+// - The server refuses a waiter's SUBSCRIBE (NOAUTH, or NOPERM for an ACL
+//   user without the channel: Redis 7's default acl-pubsub-default
+//   resetchannels): Error(kServer) quoting it, at once (subscriber.hpp).
+// - The server refuses the final unlock's wake-up PUBLISH (the same ACL
+//   user): the hash is deleted and unlock() returns normally — a released
+//   lock is never reported as not released (the script PUBLISHes with
+//   pcall after its DEL). unpublished_releases() counts these; waiters
+//   elsewhere learn of the release at their lease bound.
+// - A lease over 100 years (detail::kMaxDuration), as an option or per
+//   call: std::invalid_argument before anything is sent; the acquire
+//   script also refuses one before it writes, so no hash is ever left
+//   without a TTL. A holder's PTTL beyond the steady clock's range (another
+//   client's lease) is waited for as "until the deadline".
 // - try_lock_async(wait, lease): the caller gets a std::future<bool> at
 //   once; attempts run on this lock's one async worker thread, which waits
 //   on the same subscription (wake-one among the async requests), so 1,000
@@ -156,7 +169,8 @@ class PubSubLock {
 
   // Binds to `name` (hash key) and `name + ":channel"` on `client`, which
   // must outlive the lock. Sends nothing. std::invalid_argument for an empty
-  // name, a negative lease or a watchdog_lease < 3 ms.
+  // name, a negative lease, a watchdog_lease < 3 ms, or either over 100
+  // years (detail::kMaxDuration).
   PubSubLock(Client& client, std::string name);
   PubSubLock(Client& client, std::string name, Options options);
   // Stops the watchdog (held locks then expire after their lease) and the
@@ -179,7 +193,8 @@ class PubSubLock {
     return acquire(detail::to_steady(deadline), lease_ms());
   }
   // As try_lock_for with an explicit lease for this acquisition (0:
-  // watchdog), Redisson's tryLock(wait, lease, unit).
+  // watchdog), Redisson's tryLock(wait, lease, unit). std::invalid_argument
+  // for a negative lease or one over 100 years, before anything is sent.
   bool try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease);
 
   // The drained thread pool's tryLockAsync(wait, lease): returns at once; the
@@ -212,6 +227,9 @@ class PubSubLock {
   // Arrivals that queued behind this process's waiters without a first
   // attempt ("No barging within a process" in the essay).
   std::uint64_t skipped_attempts() const noexcept { return skipped_.load(std::memory_order_relaxed); }
+  // Final unlocks whose wake-up PUBLISH the server refused (see the essay):
+  // the lock was released all the same.
+  std::uint64_t unpublished_releases() const noexcept { return unpublished_.load(std::memory_order_relaxed); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -249,6 +267,7 @@ class PubSubLock {
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> unpublished_{0};
 
   // Watchdog: owner -> next renewal time.
   std::mutex wd_mu_;

@@ -44,6 +44,9 @@ RedLock::RedLock(std::vector<Client*> nodes, std::string name, Options options)
     throw std::invalid_argument("RedLock: drift_factor must be in [0, 1)");
   }
   if (options_.drift_floor.count() < 0) throw std::invalid_argument("RedLock: negative drift_floor");
+  detail::check_at_most_max("RedLock: lease", options_.lease);
+  detail::check_at_most_max("RedLock: retry_delay", options_.retry_delay);
+  detail::check_at_most_max("RedLock: drift_floor", options_.drift_floor);
 }
 
 template <class F>

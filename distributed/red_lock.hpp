@@ -93,7 +93,8 @@ class RedLock {
   // lock; each should point at a different, independent server). Sends
   // nothing. std::invalid_argument for no nodes, a null or repeated Client,
   // an empty name, lease or retry_delay <= 0, drift_factor outside [0, 1)
-  // or a negative drift_floor.
+  // or a negative drift_floor; lease, retry_delay or drift_floor over 100
+  // years (detail::kMaxDuration).
   RedLock(std::vector<Client*> nodes, std::string name);
   RedLock(std::vector<Client*> nodes, std::string name, Options options);
   RedLock(const RedLock&) = delete;

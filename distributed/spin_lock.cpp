@@ -42,6 +42,9 @@ SpinLock::SpinLock(Client& client, std::string name, Options options)
   if (options_.retry_interval.count() <= 0 || options_.max_interval.count() <= 0) {
     throw std::invalid_argument("SpinLock: retry_interval and max_interval must be positive");
   }
+  detail::check_at_most_max("SpinLock: lease", options_.lease);
+  detail::check_at_most_max("SpinLock: retry_interval", options_.retry_interval);
+  detail::check_at_most_max("SpinLock: max_interval", options_.max_interval);
   if (options_.multiplier < 1.0) throw std::invalid_argument("SpinLock: multiplier must be >= 1");
   if (options_.jitter < 0.0 || options_.jitter > 1.0) throw std::invalid_argument("SpinLock: jitter must be in [0, 1]");
   fence_key_ = FencingTokens::key_for(name_);

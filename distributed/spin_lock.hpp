@@ -97,7 +97,8 @@ class SpinLock {
 
   // Binds to the key `name` on `client` (which must outlive the lock).
   // Sends nothing. Throws std::invalid_argument for an empty name, a lease
-  // or interval <= 0, multiplier < 1, or jitter outside [0, 1].
+  // or interval <= 0 or over the maximum (100 years, detail::kMaxDuration),
+  // multiplier < 1, or jitter outside [0, 1].
   SpinLock(Client& client, std::string name);
   SpinLock(Client& client, std::string name, Options options);
   // Pre: no thread holds or waits for it through this object.

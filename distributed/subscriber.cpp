@@ -5,7 +5,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <deque>
+#include <initializer_list>
 #include <list>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -21,6 +25,13 @@ struct Subscriber::Channel {
   Sent last_sent = Sent::kNone;
   int outstanding = 0;  // (UN)SUBSCRIBE commands not yet acknowledged
   bool confirmed = false;
+  // The server answered our SUBSCRIBE with an error (NOAUTH, NOPERM): not
+  // sent again until a member asks (wait_confirmed), so a refusal is one
+  // round trip, not a loop. refused_seq counts refusals, refused quotes the
+  // last.
+  bool refused_hold = false;
+  std::uint64_t refused_seq = 0;
+  std::string refused;
   std::condition_variable state_cv;  // members waiting for confirmation
 
   // A wake permit for the oldest member without one; false if every member
@@ -38,6 +49,28 @@ struct Subscriber::Channel {
 };
 
 namespace {
+
+// A command written to the pub/sub connection whose reply has not come yet.
+// The server answers commands in order, so the oldest is the one the next
+// reply (other than a published message) belongs to.
+struct Sent {
+  enum class Kind { kSubscribe, kUnsubscribe, kPing };
+  Kind kind;
+  std::string channel;  // empty for PING
+  Subscriber::Clock::time_point at;
+};
+
+// Appends one command to the context's output buffer; false if hiredis
+// cannot (out of memory).
+bool append(redisContext* ctx, std::initializer_list<std::string_view> args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data()) == REDIS_OK;
+}
 
 // cv.wait_until with a deadline that may be time_point::max().
 void wait_bounded(std::condition_variable& cv, std::unique_lock<std::mutex>& g, Subscriber::Clock::time_point deadline) {
@@ -119,6 +152,10 @@ void Subscriber::Subscription::poke() {
 
 // --- Subscriber ------------------------------------------------------------
 
+std::chrono::milliseconds Subscriber::health_check_interval(const Client::Options& options) noexcept {
+  return std::max(std::chrono::milliseconds(1), options.command_timeout / 2);
+}
+
 Subscriber::Subscriber(Client::Options options) : options_(std::move(options)) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "Subscriber: eventfd");
@@ -149,10 +186,13 @@ std::size_t Subscriber::channel_count() const {
 
 bool Subscriber::wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Member& me, Clock::time_point deadline) {
   const std::uint64_t errors_before = error_seq_;
+  const std::uint64_t refusals_before = ch.refused_seq;
   const auto server_bound = Clock::now() + options_.connect_timeout + options_.command_timeout;
+  ch.refused_hold = false;  // a refused channel is asked for again, once per request
   if (!ch.confirmed) wake_reader();
   while (!ch.confirmed) {
-    if (error_seq_ != errors_before) throw Error(Error::Kind::kConnect, last_error_);
+    if (ch.refused_seq != refusals_before) throw Error(Error::Kind::kServer, ch.refused);
+    if (error_seq_ != errors_before) throw Error(last_error_kind_, last_error_);
     const auto now = Clock::now();
     if (now >= deadline) return false;
     if (now >= server_bound) {
@@ -218,7 +258,18 @@ void Subscriber::connection_lost() {
 
 void Subscriber::run() {
   std::unique_ptr<detail::Connection> conn;
+  std::deque<Sent> sent;  // commands awaiting their reply, oldest first
+  auto last_heard = Clock::now();
   auto next_retry = Clock::now();
+  const auto ping_after = health_check_interval(options_);
+  const auto reply_bound = options_.command_timeout;
+  // Drops the connection; every member is told (kReconnected).
+  auto drop = [&] {
+    conn.reset();
+    sent.clear();
+    connection_lost();
+    next_retry = Clock::now();
+  };
   std::unique_lock g(mu_);
   while (!stop_) {
     bool wanted = false;
@@ -227,36 +278,57 @@ void Subscriber::run() {
     if (!conn && wanted && Clock::now() >= next_retry) {
       g.unlock();
       std::string error;
+      Error::Kind kind = Error::Kind::kConnect;
       try {
         conn = detail::Connection::open(options_);
       } catch (const Error& e) {
         error = e.what();
+        kind = e.kind();
       }
       g.lock();
       if (!conn) {
         last_error_ = "pub/sub connection: " + error;
+        last_error_kind_ = kind;
         ++error_seq_;
         next_retry = Clock::now() + std::chrono::milliseconds(100);
         for (auto& [name, ch] : channels_) ch->state_cv.notify_all();
+      } else {
+        last_heard = Clock::now();
       }
       continue;
     }
 
-    // What to (un)subscribe; forget channels nobody uses any more.
-    std::vector<std::string> subscribe{"SUBSCRIBE"};
-    std::vector<std::string> unsubscribe{"UNSUBSCRIBE"};
+    // The health check: a connection that has had no reply to a command
+    // for reply_bound is dead (a stopped or partitioned server sends no
+    // FIN, so poll() alone would never tell).
+    if (conn && !sent.empty() && Clock::now() - sent.front().at >= reply_bound) {
+      drop();
+      continue;
+    }
+
+    // What to (un)subscribe, one command per channel (a refusal then names
+    // its channel); forget channels nobody uses any more.
+    bool ok = true;
+    bool wrote = false;
+    const auto now = Clock::now();
     for (auto it = channels_.begin(); it != channels_.end();) {
       Channel& ch = *it->second;
-      if (conn && ch.refs > 0 && ch.last_sent != Channel::Sent::kSubscribe) {
-        subscribe.push_back(ch.name);
+      if (conn && ch.refs > 0 && ch.last_sent != Channel::Sent::kSubscribe && !ch.refused_hold) {
+        ok = ok && append(conn->context(), {"SUBSCRIBE", ch.name});
+        commands_sent_.fetch_add(1, std::memory_order_relaxed);
+        sent.push_back({Sent::Kind::kSubscribe, ch.name, now});
         ch.last_sent = Channel::Sent::kSubscribe;
         ++ch.outstanding;
         ch.confirmed = false;
+        wrote = true;
       } else if (conn && ch.refs == 0 && ch.last_sent == Channel::Sent::kSubscribe) {
-        unsubscribe.push_back(ch.name);
+        ok = ok && append(conn->context(), {"UNSUBSCRIBE", ch.name});
+        commands_sent_.fetch_add(1, std::memory_order_relaxed);
+        sent.push_back({Sent::Kind::kUnsubscribe, ch.name, now});
         ch.last_sent = Channel::Sent::kUnsubscribe;
         ++ch.outstanding;
         ch.confirmed = false;
+        wrote = true;
       }
       if (ch.refs == 0 && ch.outstanding == 0 && ch.last_sent != Channel::Sent::kSubscribe) {
         it = channels_.erase(it);
@@ -264,36 +336,35 @@ void Subscriber::run() {
         ++it;
       }
     }
-    if (conn && (subscribe.size() > 1 || unsubscribe.size() > 1)) {
-      bool ok = true;
-      for (auto* cmd : {&subscribe, &unsubscribe}) {
-        if (cmd->size() < 2) continue;
-        std::vector<const char*> argv;
-        std::vector<std::size_t> lens;
-        for (const auto& a : *cmd) {
-          argv.push_back(a.data());
-          lens.push_back(a.size());
-        }
-        ok = ok && redisAppendCommandArgv(conn->context(), static_cast<int>(argv.size()), argv.data(), lens.data()) ==
-                       REDIS_OK;
-        commands_sent_.fetch_add(cmd->size() - 1, std::memory_order_relaxed);
-      }
+    // Quiet for ping_after with nothing in flight: ask (PING is allowed in
+    // subscribed mode; the reply is ["pong", ""], or +PONG outside it).
+    if (conn && sent.empty() && now - last_heard >= ping_after) {
+      ok = ok && append(conn->context(), {"PING"});
+      sent.push_back({Sent::Kind::kPing, {}, now});
+      wrote = true;
+    }
+    if (conn && wrote) {
       g.unlock();
       int done = 0;
       while (ok && done == 0) ok = redisBufferWrite(conn->context(), &done) == REDIS_OK;
       g.lock();
       if (!ok) {
-        conn.reset();
-        connection_lost();
-        next_retry = Clock::now();
+        drop();
         continue;
       }
     }
 
+    // A bounded poll: until the next PING is due or the oldest command's
+    // reply is overdue, or the next connect attempt.
     int timeout_ms = -1;
-    if (!conn && wanted) {
-      timeout_ms = static_cast<int>(
-          std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_retry - Clock::now()).count() + 1));
+    auto until_ms = [](Clock::time_point t) {
+      return static_cast<int>(std::clamp<std::int64_t>(
+          std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count() + 1, 0, 60'000));
+    };
+    if (conn) {
+      timeout_ms = until_ms(sent.empty() ? last_heard + ping_after : sent.front().at + reply_bound);
+    } else if (wanted) {
+      timeout_ms = until_ms(next_retry);
     }
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {conn ? conn->fd() : -1, POLLIN, 0}};
     g.unlock();
@@ -321,28 +392,45 @@ void Subscriber::run() {
       }
     }
     g.lock();
+    if (!replies.empty()) last_heard = Clock::now();
     for (const Reply& r : replies) {
-      if (!r.is_array() || r.as_array().size() < 3) continue;
-      const auto& parts = r.as_array();
-      if (!parts[0].is_string() || !parts[1].is_string()) continue;
-      const std::string& kind = parts[0].as_string();
-      auto it = channels_.find(parts[1].as_string());
+      const bool message = r.is_array() && r.as_array().size() == 3 && r.as_array()[0].is_string() &&
+                           r.as_array()[0].as_string() == "message" && r.as_array()[1].is_string();
+      if (message) {
+        messages_.fetch_add(1, std::memory_order_relaxed);
+        auto it = channels_.find(r.as_array()[1].as_string());
+        if (it != channels_.end()) it->second->grant();
+        continue;
+      }
+      // Anything else answers the oldest command in flight.
+      if (sent.empty()) continue;
+      const Sent cmd = std::move(sent.front());
+      sent.pop_front();
+      if (cmd.kind == Sent::Kind::kPing) continue;  // an answer, even an error: the server lives
+      auto it = channels_.find(cmd.channel);
       if (it == channels_.end()) continue;
       Channel& ch = *it->second;
-      if (kind == "message") {
-        messages_.fetch_add(1, std::memory_order_relaxed);
-        ch.grant();
-      } else if (kind == "subscribe" || kind == "unsubscribe") {
-        if (ch.outstanding > 0) --ch.outstanding;
-        ch.confirmed = ch.last_sent == Channel::Sent::kSubscribe && ch.outstanding == 0;
-        if (ch.confirmed) ch.state_cv.notify_all();
+      if (ch.outstanding > 0) --ch.outstanding;
+      if (r.is_error()) {
+        // Refused: the channel is not subscribed on the server. Its waiters
+        // get the server's words (wait_confirmed); it is not sent again
+        // until one of them asks.
+        if (cmd.kind == Sent::Kind::kSubscribe) {
+          ch.refused = options_.endpoint() + " replied to SUBSCRIBE " + ch.name + ": " + r.as_string();
+          ++ch.refused_seq;
+          ch.refused_hold = true;
+        }
+        if (ch.outstanding == 0) {  // no later (UN)SUBSCRIBE of this channel in flight
+          ch.last_sent = Channel::Sent::kNone;
+          ch.confirmed = false;
+        }
+        ch.state_cv.notify_all();
+        continue;
       }
+      ch.confirmed = ch.last_sent == Channel::Sent::kSubscribe && ch.outstanding == 0;
+      if (ch.confirmed) ch.state_cv.notify_all();
     }
-    if (broken) {
-      conn.reset();
-      connection_lost();
-      next_retry = Clock::now();
-    }
+    if (broken) drop();
   }
 }
 

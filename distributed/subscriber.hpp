@@ -43,13 +43,34 @@
 //   attempt.
 // - Server unreachable when subscribing: subscribe() throws the connect
 //   error as soon as the reader thread's attempt fails (within the
-//   Client's connect_timeout), not at the deadline.
+//   Client's connect_timeout), not at the deadline; Error(kAuth) if the
+//   connection's AUTH or SELECT is refused.
+// - The server refuses a SUBSCRIBE: NOAUTH (it wants a password the
+//   options lack) or NOPERM (an ACL user without that channel; Redis 7's
+//   default acl-pubsub-default resetchannels gives a new user none).
+//   subscribe() / resubscribe() throw Error(kServer) quoting the server as
+//   soon as the refusal arrives (one round trip), not a timeout. Each
+//   channel is subscribed with its own command, so a refusal names exactly
+//   one channel; a refused channel is asked for again only when a member
+//   next calls subscribe() or resubscribe() (no retry loop).
+// - A half-open connection (the server stopped, its host frozen, a
+//   partition: no FIN, so the socket never reports a hang-up): the reader
+//   polls with a bound, sends PING (allowed in subscribed mode) after
+//   health_check_interval() = command_timeout / 2 without hearing from the
+//   server, and drops the connection when any command — PING, SUBSCRIBE,
+//   UNSUBSCRIBE — has had no reply for command_timeout. So a dead peer is
+//   noticed within 1.5 x command_timeout, every member's wait_until returns
+//   kReconnected, and resubscribe() then reconnects or throws (kConnect,
+//   kTimeout) within connect_timeout + command_timeout. No waiter sleeps
+//   on a dead connection until the holder's lease or forever.
 // - A silent publisher (holder crashed): no message ever comes; waiters use
 //   the remaining lease as their wait bound and attempt again.
 //
 // What it costs
 // -------------
-// One thread and one connection per Client, started on first use. A first
+// One thread and one connection per Client, started on first use, and one
+// PING per health_check_interval() while the connection is quiet (one that
+// receives messages is not pinged). A first
 // subscription to a channel costs one SUBSCRIBE round trip on that
 // connection (counted in commands_sent()); further waiters on the same
 // channel cost none; the last one leaving sends UNSUBSCRIBE. A message costs
@@ -119,10 +140,11 @@ class Subscriber {
     // After kReconnected: waits until the channel is subscribed on the new
     // connection; then this member is live again and true is returned.
     // False if `deadline` passed first (the caller's own wait budget).
-    // Throws Error(kConnect) with the reader's connect error as soon as a
-    // reconnect attempt fails, Error(kTimeout) if the server has not
-    // confirmed within connect_timeout + command_timeout (whatever the
-    // deadline).
+    // Throws Error(kConnect) (kAuth: AUTH / SELECT refused) with the
+    // reader's connect error as soon as a reconnect attempt fails,
+    // Error(kServer) quoting the server at once if it refuses the
+    // SUBSCRIBE, Error(kTimeout) if the server has not confirmed within
+    // connect_timeout + command_timeout (whatever the deadline).
     bool resubscribe(Clock::time_point deadline);
 
     // How many members the channel had when this one joined: 0 when it was
@@ -155,8 +177,10 @@ class Subscriber {
   // listen to it yet, and returns once the server has confirmed it (at once,
   // without a round trip, if it already was). nullopt if `deadline` (the
   // caller's wait budget) passed first. Throws Error(kConnect) as soon as
-  // the connection cannot be opened, Error(kTimeout) if the server has not
-  // confirmed within connect_timeout + command_timeout.
+  // the connection cannot be opened (kAuth: its AUTH / SELECT refused),
+  // Error(kServer) quoting the server as soon as it refuses the SUBSCRIBE
+  // (NOAUTH, NOPERM), Error(kTimeout) if the server has not confirmed
+  // within connect_timeout + command_timeout.
   std::optional<Subscription> subscribe(const std::string& channel, Clock::time_point deadline);
 
   // Joins `channel` only if it is already confirmed on the server (another
@@ -170,6 +194,10 @@ class Subscriber {
   std::uint64_t messages_received() const noexcept { return messages_.load(std::memory_order_relaxed); }
   // Channels with at least one live Subscription.
   std::size_t channel_count() const;
+
+  // How long the pub/sub connection may be quiet before the reader asks
+  // with a PING: options.command_timeout / 2 (see "Failure modes").
+  static std::chrono::milliseconds health_check_interval(const Client::Options& options) noexcept;
 
  private:
   // Adds a member at the back of `ch`. Pre: mu_ held.
@@ -187,6 +215,7 @@ class Subscriber {
   std::uint64_t epoch_ = 1;      // bumped on every lost connection
   std::uint64_t error_seq_ = 0;  // bumped on every failed connect
   std::string last_error_;
+  Error::Kind last_error_kind_ = Error::Kind::kConnect;  // kAuth when AUTH / SELECT was refused
   bool stop_ = false;
 
   std::atomic<std::uint64_t> commands_sent_{0};

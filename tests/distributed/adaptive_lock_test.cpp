@@ -212,6 +212,18 @@ TEST_F(AdaptiveLockTest, RejectsNonsensicalOptions) {
   EXPECT_THROW(AdaptiveLock(client(), ""), std::invalid_argument);
 }
 
+// The outcome suite checks that such a release is a release; this one that
+// it is counted.
+TEST_F(AdaptiveLockTest, AReleaseWhoseWakeUpPublishIsRefusedIsCounted) {
+  UserWithoutChannels user(client(), options(), "nochannels");
+  Client as_user(user.options());
+  AdaptiveLock lock(as_user, key());
+  lock.lock();
+  lock.unlock();
+  EXPECT_EQ(lock.unpublished_releases(), 1u);
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+}
+
 // --- fencing tokens (Options::fenced) ----------------------------------------------
 
 // The spinning attempts and the parked ones run the same fenced script: a

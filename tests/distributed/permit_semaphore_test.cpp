@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -291,6 +292,31 @@ TEST_F(PermitSemaphoreTest, AWaiterWhoseServerDiesGetsATypedError) {
   server().kill();
   waiter.join();
   EXPECT_TRUE(threw.load());
+}
+
+// A user allowed the keys but no pub/sub channel (Redis 7's default for a
+// new ACL user): every script's wake-up PUBLISH is refused. Scripts are not
+// rolled back, so that refusal used to turn a count already set, a permit
+// already taken or one already freed into an error.
+TEST_F(PermitSemaphoreTest, AUserWithoutChannelPermissionSetsAcquiresAndReleasesWithoutErrors) {
+  UserWithoutChannels user(client(), options(), "nochannels");
+  Client as_user(user.options());
+  PermitSemaphore sem(as_user, key());
+  EXPECT_TRUE(sem.try_set_permits(2));
+  const auto id = sem.try_acquire(0ms, 10s);  // leaves one free: publishes
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(sem.available_permits(), 1);
+  EXPECT_NO_THROW(sem.release(*id));
+  EXPECT_EQ(sem.available_permits(), 2);
+}
+
+TEST_F(PermitSemaphoreTest, ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsNothing) {
+  PermitSemaphore sem(client(), key());
+  ASSERT_TRUE(sem.try_set_permits(1));
+  const auto before = client().round_trips();
+  EXPECT_THROW((void)sem.try_acquire(0ms, std::chrono::years(1000)), std::invalid_argument);
+  EXPECT_EQ(client().round_trips(), before);
+  EXPECT_EQ(sem.available_permits(), 1);
 }
 
 }  // namespace

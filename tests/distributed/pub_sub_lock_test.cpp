@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -338,6 +339,77 @@ TEST_F(PubSubLockTest, AWaiterNoticesAnExpiredLeaseWithoutAMessage) {
   EXPECT_TRUE(lock.try_lock_for(5s));
   EXPECT_GE(ms_since(start), 150.0);
   lock.unlock();
+}
+
+// The acquire script used to run HINCRBY and then a PEXPIRE that Redis
+// refused: the hash stayed without a TTL, a lock nobody could ever take.
+TEST_F(PubSubLockTest, ALeaseBeyondTheMaximumIsInvalidArgumentAndNeverLeavesAKeyWithoutTtl) {
+  const std::chrono::milliseconds huge = std::chrono::years(1000);
+  const auto before = client().round_trips();
+  EXPECT_THROW(PubSubLock(client(), key(), leased(huge)), std::invalid_argument);
+  PubSubLock::Options o;
+  o.watchdog_lease = huge;
+  EXPECT_THROW(PubSubLock(client(), key(), o), std::invalid_argument);
+  PubSubLock lock(client(), key(), leased(10s));
+  EXPECT_THROW((void)lock.try_lock_for(0ms, huge), std::invalid_argument);
+  EXPECT_THROW((void)lock.try_lock_for(1s, std::chrono::milliseconds::max()), std::invalid_argument);
+  EXPECT_THROW((void)lock.try_lock_async(0ms, huge), std::invalid_argument);
+  EXPECT_EQ(client().round_trips(), before) << "a refused lease reached the server";
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+  EXPECT_EQ(lock.hold_count(), 0);
+  // The maximum itself is a lease like any other.
+  ASSERT_TRUE(lock.try_lock_for(0ms, detail::kMaxDuration));
+  EXPECT_GT(client().command({"PTTL", key()}).as_integer(), 0);
+  lock.unlock();
+}
+
+// A holder whose lease outlasts the steady clock's range (10^13 ms, which
+// Redis accepts from another client): the waiter's wake-up time saturates
+// instead of overflowing into the past (back-to-back attempts until the
+// deadline).
+TEST_F(PubSubLockTest, AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack) {
+  client().command({"HSET", key(), "another-owner", "1"});
+  client().command({"PEXPIRE", key(), "10000000000000"});
+  PubSubLock lock(client(), key(), leased(10s));
+  EXPECT_FALSE(lock.try_lock_for(300ms));
+  EXPECT_LE(lock.attempts(), 3u) << "arrival, the re-check after subscribing, the deadline";
+}
+
+// The release script deletes the hash before it publishes; a user allowed
+// the key but no channel (Redis 7's default for a new ACL user) got NOPERM
+// from that PUBLISH, and unlock() threw although the lock was free.
+TEST_F(PubSubLockTest, UnlockByAUserWithoutChannelPermissionReleasesTheLock) {
+  UserWithoutChannels user(client(), options(), "nochannels");
+  Client as_user(user.options());
+  PubSubLock lock(as_user, key(), leased(10s));
+  lock.lock();
+  lock.lock();
+  lock.unlock();  // re-entered: no PUBLISH yet
+  EXPECT_EQ(lock.unpublished_releases(), 0u);
+  EXPECT_NO_THROW(lock.unlock());
+  EXPECT_EQ(lock.hold_count(), 0);
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "the lock was not released";
+  EXPECT_EQ(lock.unpublished_releases(), 1u) << "the refused wake-up is counted";
+}
+
+// The same user as a waiter: its SUBSCRIBE is refused. The waiter gets the
+// server's error at once, typed, instead of a timeout after
+// connect_timeout + command_timeout (2.5 s here).
+TEST_F(PubSubLockTest, ASubscriptionTheServerRefusesFailsTheWaiterWithTheServersErrorWithinOneSecond) {
+  UserWithoutChannels user(client(), options(), "nochannels");
+  Client as_user(user.options());
+  PubSubLock owner_side(client(), key(), leased(10s));
+  Holder holder(owner_side);
+  PubSubLock lock(as_user, key(), leased(10s));
+  const auto start = Clock::now();
+  try {
+    (void)lock.try_lock_for(10s);
+    FAIL() << "the waiter did not see the refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(ms_since(start), 1'000.0);
 }
 
 TEST_F(PubSubLockTest, AsyncTryCompletesWithoutACallerThreadAndTheCallerOwnsTheLock) {

@@ -7,19 +7,27 @@
 //     says whether someone else holds it now, whose key is left untouched;
 //   - unlock() by a thread that does not hold it (per this object's record)
 //     throws std::system_error(operation_not_permitted) and sends nothing;
-//   - a relock by the holder throws resource_deadlock_would_occur.
+//   - a relock by the holder throws resource_deadlock_would_occur;
+//   - a lease beyond the maximum is std::invalid_argument, nothing sent;
+//   - a holder with a lease beyond the steady clock's range is waited for,
+//     not retried back to back;
+//   - a user without pub/sub permission releases normally.
 // A lock joins with RedisLockOutcomeTraits<L>::leased (its Options with a
 // given lease) and one INSTANTIATE_TYPED_TEST_SUITE_P line.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
 
 #include "distributed/lock_lost.hpp"
+#include "distributed/lock_support.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
 namespace locklab::redis::testing {
@@ -104,8 +112,66 @@ TYPED_TEST_P(RedisLockOutcomes, RelockingByTheHolderIsResourceDeadlockWouldOccur
   lock.unlock();
 }
 
+// A lease Redis would refuse (PX past its clock's range) or that the
+// lock's own clock arithmetic cannot hold is a caller mistake, found before
+// anything is sent: std::invalid_argument, no key written.
+TYPED_TEST_P(RedisLockOutcomes, ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsNothing) {
+  const auto before = this->client().round_trips();
+  for (const std::chrono::milliseconds lease : {std::chrono::milliseconds(std::chrono::years(1000)),
+                                                std::chrono::milliseconds::max()}) {
+    EXPECT_THROW(TypeParam(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(lease)),
+                 std::invalid_argument)
+        << lease.count() << " ms";
+  }
+  EXPECT_EQ(this->client().round_trips(), before);
+  EXPECT_EQ(this->client().command({"EXISTS", this->key()}).as_integer(), 0);
+  // The maximum itself is a lease like any other.
+  TypeParam longest(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(detail::kMaxDuration));
+  longest.lock();
+  EXPECT_GT(this->client().command({"PTTL", this->key()}).as_integer(), 0);
+  longest.unlock();
+}
+
+// A holder whose lease outlasts the steady clock's range (set by another
+// client: 10^13 ms, about 317 years, which Redis accepts) is waited for like
+// any other: the waiter's wake-up time saturates instead of overflowing into
+// the past, which made it attempt back to back until its deadline.
+TYPED_TEST_P(RedisLockOutcomes, AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack) {
+  this->client().command({"SET", this->key(), "another-owner", "PX", "10000000000000"});
+  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  std::atomic<std::uint64_t> at_half{0};
+  std::thread sampler([&] {
+    std::this_thread::sleep_for(300ms);  // past any spin phase, parked (or polling) by now
+    at_half = lock.attempts();
+  });
+  EXPECT_FALSE(lock.try_lock_for(600ms));
+  sampler.join();
+  // Parked waiters make no attempt in the second half; SpinLock polls every
+  // 50 ms (about 6). Back-to-back attempts made hundreds.
+  EXPECT_LT(lock.attempts() - at_half.load(), 20u);
+  EXPECT_EQ(this->client().command({"GET", this->key()}).as_string(), "another-owner");
+}
+
+// A user allowed the lock's keys but no pub/sub channel (Redis 7's default
+// for a new ACL user): a release script whose wake-up PUBLISH is refused has
+// already deleted the key, so unlock() reports the lock released.
+TYPED_TEST_P(RedisLockOutcomes, UnlockByAUserWithoutChannelPermissionReleasesTheLock) {
+  UserWithoutChannels user(this->client(), this->options(), "nochannels");
+  Client as_user(user.options());
+  TypeParam lock(as_user, this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  lock.lock();
+  EXPECT_NO_THROW(lock.unlock());
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+  EXPECT_EQ(this->client().command({"EXISTS", this->key()}).as_integer(), 0) << "the lock was not released";
+  EXPECT_TRUE(lock.try_lock()) << "the lock cannot be taken again";
+  lock.unlock();
+}
+
 REGISTER_TYPED_TEST_SUITE_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockLostAndLeavesTheNewOwnersKey,
                             UnlockByANonHolderIsOperationNotPermittedAndSendsNothing,
-                            RelockingByTheHolderIsResourceDeadlockWouldOccur);
+                            RelockingByTheHolderIsResourceDeadlockWouldOccur,
+                            ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsNothing,
+                            AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack,
+                            UnlockByAUserWithoutChannelPermissionReleasesTheLock);
 
 }  // namespace locklab::redis::testing

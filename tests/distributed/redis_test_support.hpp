@@ -137,6 +137,37 @@ class RedisTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
+// A user of the test server for one scope (ACL DELUSER at its end, which
+// also closes its connections): it may run every command on every key but
+// use no pub/sub channel, Redis 7's default for a new user
+// (acl-pubsub-default resetchannels). Its SUBSCRIBE and its scripts' PUBLISH
+// are refused with NOPERM.
+class UserWithoutChannels {
+ public:
+  UserWithoutChannels(Client& admin, Client::Options server, std::string name)
+      : admin_(admin), options_(std::move(server)) {
+    options_.user = std::move(name);
+    options_.password = "locklab-test-password";
+    admin_.command({"ACL", "SETUSER", options_.user, "reset", "on", ">" + options_.password, "~*", "+@all",
+                    "resetchannels"});
+  }
+  ~UserWithoutChannels() {
+    try {
+      admin_.command({"ACL", "DELUSER", options_.user});
+    } catch (const Error&) {
+      // The server is gone (a test killed it): so is the user.
+    }
+  }
+  UserWithoutChannels(const UserWithoutChannels&) = delete;
+  UserWithoutChannels& operator=(const UserWithoutChannels&) = delete;
+  // The test server's options, logged in as this user.
+  const Client::Options& options() const { return options_; }
+
+ private:
+  Client& admin_;
+  Client::Options options_;
+};
+
 // Runs this test binary again as a child process with --gtest_filter=`test`
 // (a DISABLED_ test, run with --gtest_also_run_disabled_tests) and the
 // extra environment `env` ("NAME=value"). Returns its pid.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -145,6 +147,93 @@ TEST_F(SubscriberTest, AnUnreachableServerIsAConnectErrorNotAHang) {
     EXPECT_NE(std::string(e.what()).find(options().endpoint()), std::string::npos) << e.what();
   }
   EXPECT_LT(ms_since(start), 5'000.0);
+}
+
+// SIGSTOPs the server for one scope: its TCP connections stay open (the
+// kernel still acknowledges), nothing is answered — a dead peer that sends
+// no FIN, as after a host freeze or a network partition.
+class StoppedServer {
+ public:
+  explicit StoppedServer(pid_t pid) : pid_(pid) { ::kill(pid_, SIGSTOP); }
+  ~StoppedServer() { resume(); }
+  StoppedServer(const StoppedServer&) = delete;
+  StoppedServer& operator=(const StoppedServer&) = delete;
+  void resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+TEST_F(SubscriberTest, AServerThatStopsAnsweringIsNoticedByTheHealthCheckAndReportedAsAReconnect) {
+  Client::Options o = options();
+  o.command_timeout = 300ms;
+  Subscriber hub(o);
+  const std::string ch = key("channel");
+  auto s = hub.subscribe(ch, Clock::now() + 5s);
+  ASSERT_TRUE(s.has_value());
+  {
+    StoppedServer stopped(server().pid());
+    // No message, no FIN: only an unanswered PING tells. Without it the
+    // member slept to its deadline (or a holder's whole lease).
+    EXPECT_EQ(s->wait_until(Clock::now() + 5s), Wake::kReconnected);
+    // Still stopped: the new connection's SUBSCRIBE is never confirmed, a
+    // typed timeout (connect_timeout + command_timeout), not a hang.
+    try {
+      (void)s->resubscribe(Clock::now() + 5s);
+      FAIL() << "resubscribed to a stopped server";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::kTimeout) << e.what();
+    }
+  }
+  EXPECT_TRUE(s->resubscribe(Clock::now() + 5s));
+  EXPECT_EQ(client().command({"PUBLISH", ch, "x"}).as_integer(), 1);
+  EXPECT_EQ(s->wait_until(Clock::now() + 5s), Wake::kMessage);
+}
+
+// A server that requires a password the options do not carry answers the
+// pub/sub connection's SUBSCRIBE with NOAUTH: that error reaches the caller
+// at once, typed, not a timeout after connect_timeout + command_timeout.
+TEST_F(SubscriberTest, ASubscribeTheServerRefusesIsTheServersErrorWithinOneSecond) {
+  client().command({"CONFIG", "SET", "requirepass", "locklab-test-password"});
+  Client::Options admin_options = options();
+  admin_options.password = "locklab-test-password";
+  Client admin(admin_options);
+  struct Unprotect {
+    Client& admin;
+    ~Unprotect() {
+      try {
+        admin.command({"CONFIG", "SET", "requirepass", ""});
+      } catch (const Error&) {
+      }
+    }
+  } unprotect{admin};
+  Subscriber hub(options());  // no password
+  const auto start = Clock::now();
+  try {
+    (void)hub.subscribe(key("channel"), Clock::now() + 10s);
+    FAIL() << "subscribed without the password";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NOAUTH"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(options().endpoint()), std::string::npos) << e.what();
+  }
+  EXPECT_LT(ms_since(start), 1'000.0);
+}
+
+TEST_F(SubscriberTest, ARefusedLoginIsAnAuthErrorNotAConnectError) {
+  Client::Options o = options();
+  o.user = "nobody";
+  o.password = "wrong";
+  Subscriber hub(o);
+  try {
+    (void)hub.subscribe(key("channel"), Clock::now() + 10s);
+    FAIL() << "subscribed with a wrong password";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kAuth) << e.what();
+  }
 }
 
 TEST_F(SubscriberTest, APassedDeadlineIsNotAnError) {
