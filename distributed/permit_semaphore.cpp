@@ -33,10 +33,12 @@ end
 // not set up, or zero permits).
 const Script kAcquire("permit_semaphore.acquire", std::string(kPrelude) + R"lua(
 local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-if tonumber(ARGV[4]) >= 0 and redis.call('exists', KEYS[1]) == 0 then
+local count = redis.call('get', KEYS[1])
+if not count and tonumber(ARGV[4]) >= 0 then
   redis.call('set', KEYS[1], ARGV[4])
+  count = ARGV[4]
 end
-local n = tonumber(redis.call('get', KEYS[1]) or '-1')
+local n = tonumber(count or '-1')
 if n >= 0 and redis.call('zcard', KEYS[2]) < n then
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
   wake(purged + 1, ARGV[3])
