@@ -12,11 +12,12 @@ namespace locklab::redis {
 
 namespace {
 
-int parse_int(std::string_view text, const char* what, std::string_view url) {
+// `shown` is the URL as a message may show it (redacted_url).
+int parse_int(std::string_view text, const char* what, const std::string& shown) {
   int v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) {
-    throw std::invalid_argument("redis URL '" + std::string(url) + "': bad " + what + " '" + std::string(text) + "'");
+    throw std::invalid_argument("redis URL '" + shown + "': bad " + what + " '" + std::string(text) + "'");
   }
   return v;
 }
@@ -43,10 +44,19 @@ std::uint64_t this_thread_number() {
 
 }  // namespace
 
+std::string Client::Options::redacted_url(std::string_view url) {
+  const auto at = url.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  const auto scheme_end = url.find("://");
+  const std::size_t from = scheme_end != std::string_view::npos && scheme_end < at ? scheme_end + 3 : 0;
+  return std::string(url.substr(0, from)) + "***" + std::string(url.substr(at));
+}
+
 Client::Options Client::Options::from_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
+  const std::string shown = redacted_url(url);  // never a user or password in a message
   if (url.substr(0, kScheme.size()) != kScheme) {
-    throw std::invalid_argument("redis URL '" + std::string(url) + "': must start with redis://");
+    throw std::invalid_argument("redis URL '" + shown + "': must start with redis://");
   }
   Options o;
   std::string_view rest = url.substr(kScheme.size());
@@ -63,15 +73,15 @@ Client::Options Client::Options::from_url(std::string_view url) {
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
-    if (!db.empty()) o.db = parse_int(db, "database number", url);
-    if (o.db < 0) throw std::invalid_argument("redis URL '" + std::string(url) + "': negative database number");
+    if (!db.empty()) o.db = parse_int(db, "database number", shown);
+    if (o.db < 0) throw std::invalid_argument("redis URL '" + shown + "': negative database number");
   }
   if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
-    o.port = parse_int(rest.substr(colon + 1), "port", url);
+    o.port = parse_int(rest.substr(colon + 1), "port", shown);
     rest = rest.substr(0, colon);
   }
-  if (rest.empty()) throw std::invalid_argument("redis URL '" + std::string(url) + "': no host");
-  if (o.port < 1 || o.port > 65535) throw std::invalid_argument("redis URL '" + std::string(url) + "': port out of range");
+  if (rest.empty()) throw std::invalid_argument("redis URL '" + shown + "': no host");
+  if (o.port < 1 || o.port > 65535) throw std::invalid_argument("redis URL '" + shown + "': port out of range");
   o.host = std::string(rest);
   return o;
 }
@@ -90,6 +100,8 @@ Client::Client(Options options) : options_(std::move(options)), id_(random_id())
     throw std::invalid_argument("Client: connect_timeout and command_timeout must be positive");
   }
   if (options_.max_connections == 0) throw std::invalid_argument("Client: max_connections must be at least 1");
+  origin_ = std::make_shared<const std::string>(options_.endpoint());
+  if (options_.lazy_connect) return;
   auto first = detail::Connection::open(options_, 0);
   std::lock_guard g(pool_mu_);
   open_ = 1;
@@ -176,22 +188,23 @@ Reply Client::exchange(const std::vector<std::string_view>& args, std::chrono::m
 }
 
 namespace {
-Reply checked(Reply r, const std::string& endpoint) {
-  if (r.is_error()) throw Error(Error::Kind::kServer, endpoint + " replied: " + r.as_string());
+Reply checked(Reply r, const std::shared_ptr<const std::string>& endpoint) {
+  if (r.is_error()) throw Error(Error::Kind::kServer, *endpoint + " replied: " + r.as_string());
+  r.set_origin(endpoint);
   return r;
 }
 }  // namespace
 
 Reply Client::command(std::initializer_list<std::string_view> args) {
-  return checked(exchange(std::vector<std::string_view>(args), {}), options_.endpoint());
+  return checked(exchange(std::vector<std::string_view>(args), {}), origin_);
 }
 
 Reply Client::command(const std::vector<std::string>& args) {
-  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), {}), options_.endpoint());
+  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), {}), origin_);
 }
 
 Reply Client::command_blocking(const std::vector<std::string>& args, std::chrono::milliseconds block) {
-  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), block), options_.endpoint());
+  return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), block), origin_);
 }
 
 std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>& commands) {
@@ -210,10 +223,11 @@ std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>&
     throw;
   }
   give_back(std::move(c));
+  for (auto& r : replies) r.set_origin(origin_);
   return replies;
 }
 
-std::string Client::sha_for(const Script& script, bool reload) {
+Client::LoadedScript Client::sha_for(const Script& script, bool reload) {
   if (!reload) {
     std::lock_guard g(scripts_mu_);
     if (auto it = shas_.find(&script); it != shas_.end()) return it->second;
@@ -223,10 +237,12 @@ std::string Client::sha_for(const Script& script, bool reload) {
     throw Error(Error::Kind::kServer,
                 options_.endpoint() + " refused to load script " + script.name() + ": " + r.as_string());
   }
-  std::string sha = r.as_string();
+  r.set_origin(origin_);
+  LoadedScript loaded{r.as_string(),
+                      std::make_shared<const std::string>(options_.endpoint() + " (script " + script.name() + ")")};
   std::lock_guard g(scripts_mu_);
-  shas_[&script] = sha;
-  return sha;
+  shas_[&script] = loaded;
+  return loaded;
 }
 
 Reply Client::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
@@ -238,18 +254,19 @@ Reply Client::eval(const Script& script, const std::vector<std::string>& keys, c
   argv.push_back(numkeys);
   for (const auto& k : keys) argv.push_back(k);
   for (const auto& a : args) argv.push_back(a);
-  std::string sha = sha_for(script, false);
-  argv[1] = sha;
+  LoadedScript loaded = sha_for(script, false);
+  argv[1] = loaded.sha;
   Reply r = exchange(argv, {});
   if (r.is_error() && r.as_string().rfind("NOSCRIPT", 0) == 0) {
-    sha = sha_for(script, true);
-    argv[1] = sha;
+    loaded = sha_for(script, true);
+    argv[1] = loaded.sha;
     r = exchange(argv, {});
   }
   if (r.is_error()) {
     throw Error(Error::Kind::kServer,
                 options_.endpoint() + " replied to script " + script.name() + ": " + r.as_string());
   }
+  r.set_origin(loaded.origin);
   return r;
 }
 

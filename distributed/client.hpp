@@ -88,22 +88,34 @@ class Client {
     std::chrono::milliseconds connect_timeout{1'000};
     std::chrono::milliseconds command_timeout{2'000};
     std::size_t max_connections = 128;
+    // false: the constructor connects one connection, so a wrong address
+    // fails there. true: the constructor sends nothing and a server that is
+    // down does not stop it; the first command connects (and fails with
+    // kConnect then, as every command does while the server is down). For
+    // RedLock's nodes, where a node may be down when the lock is built.
+    bool lazy_connect = false;
 
     // "host:port", for messages.
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 
     // Parses redis://[user:password@]host[:port][/db] (also "redis://:pw@h").
     // Throws std::invalid_argument naming the problem for anything else
-    // (another scheme, a bad port, a bad db number).
+    // (another scheme, a bad port, a bad db number); the message shows the
+    // URL redacted (redacted_url), since messages end up in logs.
     static Options from_url(std::string_view url);
+    // `url` with everything between the scheme and the last '@' (the user
+    // and the password) replaced by "***": "redis://***@host:6379/0".
+    // Unchanged when there is no '@'. Use it wherever a URL is shown.
+    static std::string redacted_url(std::string_view url);
     // Options from LOCKLAB_REDIS_URL (nullopt if unset or empty), with the
     // password replaced by LOCKLAB_REDIS_PASSWORD when that is set.
     // Throws std::invalid_argument if the URL is malformed.
     static std::optional<Options> from_env();
   };
 
-  // Connects one pooled connection right away, so a wrong address fails
-  // here: throws Error(kConnect) "cannot connect to host:port: ..." within
+  // Connects one pooled connection right away (unless
+  // options.lazy_connect), so a wrong address fails here: throws
+  // Error(kConnect) "cannot connect to host:port: ..." within
   // options.connect_timeout, or Error(kAuth). Throws std::invalid_argument
   // for nonsensical options (port outside 1..65535, zero timeouts or pool).
   explicit Client(Options options);
@@ -169,11 +181,15 @@ class Client {
   std::size_t open_connections() const;
 
  private:
+  struct LoadedScript {
+    std::string sha;
+    std::shared_ptr<const std::string> origin;  // "host:port (script name)"
+  };
   Reply exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout);
   std::unique_ptr<detail::Connection> take();
   void give_back(std::unique_ptr<detail::Connection> c);
   void discard(std::unique_ptr<detail::Connection> c, bool broken);
-  std::string sha_for(const Script& script, bool reload);
+  LoadedScript sha_for(const Script& script, bool reload);
 
   Options options_;
   std::string id_;
@@ -185,8 +201,11 @@ class Client {
   std::size_t open_ = 0;
   std::uint64_t generation_ = 0;  // bumped when a connection breaks
 
+  // What every reply says it came from (Reply::origin): one shared string
+  // for commands, one per script.
+  std::shared_ptr<const std::string> origin_;
   std::mutex scripts_mu_;
-  std::unordered_map<const Script*, std::string> shas_;
+  std::unordered_map<const Script*, LoadedScript> shas_;
 
   std::mutex subscriber_mu_;
   std::unique_ptr<Subscriber> subscriber_;

@@ -93,6 +93,16 @@ Reply Connection::convert(const void* raw) {
   }
 }
 
+void Connection::throw_if_refused(const Reply& reply) const {
+  // The server's exact text (networking.c): sent instead of a reply to the
+  // first command, then the server closes the connection.
+  constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+  if (reply.is_error() && reply.as_string().rfind(kMaxClients, 0) == 0) {
+    throw Error(Error::Kind::kConnect, "cannot connect to " + endpoint_ + ": the server refused the connection: " +
+                                           reply.as_string() + " (its maxclients limit)");
+  }
+}
+
 void Connection::throw_io_error(int saved_errno, std::chrono::milliseconds waited) const {
   if (ctx_->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
     throw Error(Error::Kind::kTimeout,
@@ -118,6 +128,7 @@ Reply Connection::exchange(const std::vector<std::string_view>& args, std::chron
   if (raw == nullptr) throw_io_error(errno, timeout);
   Reply reply = convert(raw);
   freeReplyObject(raw);
+  throw_if_refused(reply);
   return reply;
 }
 
@@ -146,6 +157,7 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
     if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) throw_io_error(errno, command_timeout_);
     replies.push_back(convert(raw));
     freeReplyObject(raw);
+    if (i == 0) throw_if_refused(replies.front());
   }
   return replies;
 }

@@ -22,20 +22,26 @@ class Connection {
  public:
   // Connects (within options.connect_timeout), sets the command timeout,
   // sends AUTH / SELECT as configured. Throws Error(kConnect) naming
-  // host:port, or Error(kAuth).
+  // host:port (unreachable, or refused at its maxclients limit), or
+  // Error(kAuth) (AUTH or SELECT refused).
   static std::unique_ptr<Connection> open(const Client::Options& options, std::uint64_t generation = 0);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // One request/reply exchange. Error replies come back as Reply (type
-  // kError), not thrown. Throws Error(kTimeout) if no reply within the
-  // command timeout (+ extra), Error(kIo) if the connection broke; after
-  // either the connection is unusable.
+  // kError), not thrown, but one: a server at its maxclients limit accepts
+  // the TCP connection, answers the first command with "ERR max number of
+  // clients reached" and closes it; that is Error(kConnect) "cannot connect
+  // to host:port: ..." (the connection was refused, not a command). Throws
+  // Error(kTimeout) if no reply within the command timeout (+ extra),
+  // Error(kIo) if the connection broke; after any of these the connection
+  // is unusable.
   Reply exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout = {});
 
   // Client::pipeline on this connection: every request written, then every
-  // reply read, in order; error replies in place. Throws as exchange().
+  // reply read, in order; error replies in place. Throws as exchange()
+  // (maxclients included: it comes as the first reply).
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
 
   // For an idle connection: false if the server closed it or sent anything
@@ -55,6 +61,8 @@ class Connection {
  private:
   Connection(redisContext* ctx, const Client::Options& options, std::uint64_t generation);
   void set_timeout(std::chrono::milliseconds t);
+  // Throws Error(kConnect) if `reply` is the server's maxclients refusal.
+  void throw_if_refused(const Reply& reply) const;
 
   redisContext* ctx_;
   std::string endpoint_;

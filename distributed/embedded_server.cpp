@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "distributed/connection.hpp"
@@ -45,6 +47,19 @@ int free_loopback_port() {
 }
 
 bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+
+// The process_id line of an INFO server reply; 0 if absent or unreadable.
+pid_t process_id(const Reply& info) {
+  if (!info.is_string()) return 0;
+  constexpr std::string_view kField = "process_id:";
+  const std::string& text = info.as_string();
+  const auto at = text.find(kField);
+  if (at == std::string::npos) return 0;
+  const char* first = text.data() + at + kField.size();
+  pid_t pid = 0;
+  std::from_chars(first, text.data() + text.size(), pid);
+  return pid;
+}
 
 }  // namespace
 
@@ -129,8 +144,11 @@ bool EmbeddedServer::launch(int port, std::string& why) {
                                    "--dir", dir_,
                                    "--daemonize", "no",
                                    "--protected-mode", "yes",
-                                   "--logfile", log,
-                                   "--enable-debug-command", "local"};
+                                   "--logfile", log};
+  if (options_.enable_debug_command) {
+    args.push_back("--enable-debug-command");
+    args.push_back("local");
+  }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   // Everything the child needs is prepared before fork: after fork in a
   // multi-threaded parent only async-signal-safe calls are allowed.
@@ -164,22 +182,38 @@ bool EmbeddedServer::launch(int port, std::string& why) {
   probe.connect_timeout = std::chrono::milliseconds(200);
   probe.command_timeout = std::chrono::milliseconds(500);
   const auto deadline = Clock::now() + options_.start_timeout;
+  pid_t foreign = 0;  // the process_id of a server on the port that is not ours
   while (Clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      why = "redis-server exited at start (port " + std::to_string(port) + "); log:\n" + log_tail();
+      why = "redis-server exited at start (port " + std::to_string(port) + ")";
+      if (foreign != 0) {
+        why += "; the port is served by another redis-server, process_id " + std::to_string(foreign) +
+               ", which was left alone";
+      }
+      why += "; log:\n" + log_tail();
       return false;
     }
     try {
       auto c = detail::Connection::open(probe);
-      if (c->exchange({"PING"}).describe() == "PONG") return true;
+      if (c->exchange({"PING"}).describe() == "PONG") {
+        // Someone answers; make sure it is the process we started, not a
+        // server that held the port first (ours will then fail to bind and
+        // exit, which the waitpid above sees).
+        const pid_t answering = process_id(c->exchange({"INFO", "server"}));
+        if (answering == pid_) return true;
+        foreign = answering;
+      }
     } catch (const Error&) {
       // not listening yet
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  why = "no PING answer within " + std::to_string(options_.start_timeout.count()) + " ms; log:\n" + log_tail();
+  why = foreign != 0 ? "only another redis-server, process_id " + std::to_string(foreign) + ", answered within " +
+                          std::to_string(options_.start_timeout.count()) + " ms; log:\n" + log_tail()
+                    : "no PING answer within " + std::to_string(options_.start_timeout.count()) + " ms; log:\n" +
+                          log_tail();
   reap(std::chrono::milliseconds(0));
   return false;
 }

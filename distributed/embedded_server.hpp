@@ -9,10 +9,13 @@
 //   --appendonly no` (nothing written to disk but its log) and its working
 //   directory in a fresh mkdtemp() directory under $TMPDIR (default /tmp)
 //   that the destructor removes. A system Redis on 6379 is never touched.
-// - Ready means ready: the constructor returns only after the server
-//   answered PING; if it exits early (port taken between our probe and its
-//   bind: the race every "find a free port" has) it retries on another port,
-//   up to 5 times, then throws std::runtime_error quoting the server's log.
+// - Ready means ready, and ours: the constructor returns only after the
+//   server answered PING and its `INFO server` reported the process_id we
+//   spawned; if it exits early (port taken between our probe and its bind:
+//   the race every "find a free port" has) it retries on another port, up
+//   to 5 times, then throws std::runtime_error quoting the server's log. A
+//   server that answers on the port with another process_id (someone
+//   else's) is never adopted: it is not flushed, killed or restarted by us.
 // - Cleanup: ~EmbeddedServer sends SIGTERM, waits up to 2 s, then SIGKILL,
 //   reaps the child and deletes the directory. Since a crashing test never
 //   runs destructors, the child also asks the kernel (PR_SET_PDEATHSIG) to
@@ -30,9 +33,10 @@
 // `redis-server` on $PATH, else /usr/bin/redis-server (Debian's package
 // redis-server). Not found: std::runtime_error saying so and how to install.
 //
-// DEBUG commands are enabled for local connections (`enable-debug-command
-// local`, Redis >= 7), so a test can make the server slow (DEBUG SLEEP) to
-// check timeouts.
+// DEBUG commands (DEBUG SLEEP, DEBUG RESTART, DEBUG SEGFAULT ...) are fault
+// injectors, refused unless Options::enable_debug_command is set (then
+// `enable-debug-command local`, Redis >= 7: local connections only), for a
+// test that makes the server slow (DEBUG SLEEP) to check timeouts.
 #pragma once
 
 #include <sys/types.h>
@@ -52,6 +56,7 @@ class EmbeddedServer {
     std::string executable;                          // empty: see find_executable()
     std::chrono::milliseconds start_timeout{5'000};  // until PING answers
     std::vector<std::string> extra_args;             // e.g. {"--maxmemory", "10mb"}
+    bool enable_debug_command = false;               // DEBUG from local connections (see the essay)
   };
 
   // Starts the server (see the essay). Throws std::runtime_error if the
@@ -88,7 +93,8 @@ class EmbeddedServer {
   void kill() noexcept;
   // Starts the server again on the same port (after stop() or kill(); if
   // running, stops it first). Throws std::runtime_error if it does not come
-  // up (e.g. the port was taken meanwhile).
+  // up (e.g. the port was taken meanwhile; by another redis-server: the
+  // message names its process_id).
   void restart();
 
   // The last lines of the server's log (for error messages).

@@ -6,6 +6,9 @@
 //
 //   kind        when                                        message says
 //   kConnect    TCP connect refused / unreachable / slow     cannot connect to host:port: <why> (after N ms)
+//               (also: the server at its maxclients limit:   cannot connect to host:port: the server
+//               it answers the first command with "ERR max   refused the connection: ERR max number of
+//               number of clients reached" and closes)       clients reached (its maxclients limit)
 //   kTimeout    no reply within Options::command_timeout     timed out after N ms waiting for host:port
 //               (also: no pooled connection free in time,
 //               a subscription not confirmed in time)
@@ -15,15 +18,19 @@
 //               (WRONGTYPE, a failing script, OOM, a
 //               refused SUBSCRIBE: NOAUTH, NOPERM ...)
 //   kAuth       AUTH / SELECT refused at connect time        authentication failed at host:port: <message>
-//   kProtocol   a reply of a shape the caller did not        unexpected reply from host:port: ...
-//               expect (e.g. a string where a script
-//               returns integers)
+//   kProtocol   a reply of a shape the caller did not        unexpected reply from host:port (script
+//               expect (e.g. a string where a script         <name>): expected <what>, got <reply>
+//               returns integers, a counter key holding      (the script part when a script answered)
+//               text that is not a number)
 //
 // Caller mistakes are not redis::Error: a malformed URL or option is
-// std::invalid_argument, unlocking a lock this thread does not hold is
+// std::invalid_argument (a URL is shown with its user and password
+// replaced by "***"), unlocking a lock this thread does not hold is
 // std::system_error(operation_not_permitted), re-locking a non-reentrant
-// lock is std::system_error(resource_deadlock_would_occur), and a lease
-// that ran out under its holder is redis::LockLost (lock_lost.hpp).
+// lock is std::system_error(resource_deadlock_would_occur), a lease
+// that ran out under its holder is redis::LockLost (lock_lost.hpp), and
+// RedLock::lock() giving up without a quorum is redis::NoQuorum
+// (red_lock.hpp: each node's vote).
 //
 // What a failure leaves behind: a connection that saw kTimeout or kIo is
 // closed, never returned to the pool (its reply stream may be out of step);

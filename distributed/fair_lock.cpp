@@ -147,7 +147,7 @@ FairLock::Attempt FairLock::attempt(const std::string& owner, bool enqueue) {
                          {owner, std::to_string(options_.lease.count()), std::to_string(options_.queue_lease.count()),
                           enqueue ? "1" : "0", options_.fenced ? "1" : "0", name_});
   const auto& parts = r.as_array();
-  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "fair_lock.acquire returned " + r.describe());
+  if (parts.size() != 2) r.unexpected("2 elements");
   if (parts[0].as_integer() == 1) {
     if (options_.fenced) tokens_.set(owner, parts[1].as_integer());
     holds_.set(owner, 1);
@@ -191,7 +191,7 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
           const std::int64_t token = kv.size() == 2 ? std::strtoll(kv[1].as_string().c_str(), nullptr, 10) : 0;
           // Only a foreign writer of our wake list can cause this; the catch
           // below passes the lock on (leave) and rethrows.
-          if (token < 1) throw Error(Error::Kind::kProtocol, "fair_lock: hand-off without a fencing token: " + r.describe());
+          if (token < 1) r.unexpected("a fair_lock hand-off carrying a fencing token");
           tokens_.set(owner, token);
         }
         holds_.set(owner, 1);

@@ -38,7 +38,7 @@ void check_token(std::int64_t token) {
   }
 }
 
-std::int64_t integer_or_zero(const Reply& r) { return r.is_nil() ? 0 : std::stoll(r.as_string()); }
+std::int64_t integer_or_zero(const Reply& r) { return r.is_nil() ? 0 : r.as_decimal(); }
 
 }  // namespace
 
@@ -81,7 +81,7 @@ FencedSetNx fenced_set_nx(Client& client, const std::string& key, const std::str
                           const std::string& owner, std::chrono::milliseconds lease) {
   Reply r = client.eval(kFencedSetNx, {key, fence_key}, {owner, std::to_string(lease.count())});
   const auto& parts = r.as_array();
-  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "fenced.set_nx returned " + r.describe());
+  if (parts.size() != 2) r.unexpected("2 elements");
   return FencedSetNx{parts[0].as_integer() == 1, parts[1].as_integer()};
 }
 
@@ -111,7 +111,7 @@ FenceVerdict FencedResource::write(std::int64_t token, const std::string& value)
   check_token(token);
   Reply r = client_.eval(kFencedWrite, {name_}, {std::to_string(token), value});
   const auto& parts = r.as_array();
-  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "fenced_resource.write returned " + r.describe());
+  if (parts.size() != 2) r.unexpected("2 elements");
   FenceVerdict v{parts[0].as_integer() == 1, parts[1].as_integer()};
   (v.accepted ? accepted_ : rejected_).fetch_add(1, std::memory_order_relaxed);
   return v;
@@ -126,7 +126,7 @@ std::optional<std::string> FencedResource::read() {
 FencedResource::Totals FencedResource::totals() {
   Reply r = client_.command({"HMGET", name_, "accepted", "rejected", "token"});
   const auto& parts = r.as_array();
-  if (parts.size() != 3) throw Error(Error::Kind::kProtocol, "HMGET returned " + r.describe());
+  if (parts.size() != 3) r.unexpected("3 fields from HMGET");
   return Totals{integer_or_zero(parts[0]), integer_or_zero(parts[1]), integer_or_zero(parts[2])};
 }
 

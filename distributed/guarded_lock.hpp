@@ -55,6 +55,13 @@
 //   permit, so with local_permits == 1 two threads never initialise one key
 //   at once. If it throws, the key is not cached and the next holder tries
 //   again.
+// - The cache remembers this process's initialisation, not Redis's state:
+//   the Redis key may be lost while the key stays cached (FLUSHALL, a
+//   restart without persistence, an eviction). So an adapter must not rely
+//   on the initialisation alone: GuardTraits<PermitSemaphore> passes its
+//   permits to every acquire, whose script re-creates a missing count
+//   (PermitSemaphore::try_acquire_until's permits_if_missing); the cached
+//   initialisation only spares the try_set_permits round trip.
 // - Per-key state (gate, local semaphore, the distributed lock object the
 //   factory made) lives in a KeyedRegistry: it exists while some thread uses
 //   the key and is reclaimed after, so a stream of distinct keys costs
@@ -153,7 +160,8 @@ struct GuardTraits {
 };
 
 // PermitSemaphore: the permit id is the hold; initialisation is
-// try_set_permits(permits), sent once per key per process.
+// try_set_permits(permits), sent once per key per process; every acquire
+// re-creates the count with `permits` if Redis lost it (see the essay).
 template <>
 struct GuardTraits<PermitSemaphore> {
   using Hold = std::string;
@@ -161,7 +169,7 @@ struct GuardTraits<PermitSemaphore> {
   std::chrono::milliseconds lease{10'000};
 
   std::optional<Hold> acquire(PermitSemaphore& s, detail::Clock::time_point deadline) {
-    return s.try_acquire_until(deadline, lease);
+    return s.try_acquire_until(deadline, lease, permits);
   }
   void release(PermitSemaphore& s, Hold& id) { s.release(id); }
   void initialise(PermitSemaphore& s) { (void)s.try_set_permits(permits); }

@@ -30,12 +30,18 @@ local function wake(k, channel)
 end
 )lua";
 
-// ARGV[1] permit id, ARGV[2] lease ms, ARGV[3] channel.
+// ARGV[1] permit id, ARGV[2] lease ms, ARGV[3] channel, ARGV[4] the count
+// to create when the count key is missing (-1: leave it missing).
 // {1, 0} acquired; {0, ms until the earliest expiry} or {0, -1} (none held:
 // not set up, or zero permits).
 const Script kAcquire("permit_semaphore.acquire", std::string(kPrelude) + R"lua(
 local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-local n = tonumber(redis.call('get', KEYS[1]) or '-1')
+local count = redis.call('get', KEYS[1])
+if not count and tonumber(ARGV[4]) >= 0 then
+  redis.call('set', KEYS[1], ARGV[4])
+  count = ARGV[4]
+end
+local n = tonumber(count or '-1')
 if n >= 0 and redis.call('zcard', KEYS[2]) < n then
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
   wake(purged + 1, ARGV[3])
@@ -102,28 +108,34 @@ bool PermitSemaphore::try_set_permits(std::int64_t n) {
 std::optional<std::int64_t> PermitSemaphore::permits() {
   Reply r = client_.command({"GET", name_});
   if (r.is_nil()) return std::nullopt;
-  return std::stoll(r.as_string());
+  return r.as_decimal();
 }
 
 std::int64_t PermitSemaphore::available_permits() {
   return client_.eval(kAvailable, {name_, timeout_key_}, {channel_}).as_integer();
 }
 
-PermitSemaphore::Attempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms) {
+PermitSemaphore::Attempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms,
+                                                  const std::string& permits_if_missing) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_});
+  Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_, permits_if_missing});
   const auto& parts = r.as_array();
-  if (parts.size() != 2) throw Error(Error::Kind::kProtocol, "permit_semaphore.acquire returned " + r.describe());
+  if (parts.size() != 2) r.unexpected("2 elements");
   return {parts[0].as_integer() == 1, parts[1].as_integer()};
 }
 
 std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_point deadline,
-                                                          std::chrono::milliseconds lease) {
+                                                          std::chrono::milliseconds lease,
+                                                          std::optional<std::int64_t> permits_if_missing) {
   using Clock = detail::Clock;
   if (lease.count() <= 0) throw std::invalid_argument("PermitSemaphore: a permit's lease must be positive");
   detail::check_at_most_max("PermitSemaphore: a permit's lease", lease);
+  if (permits_if_missing && *permits_if_missing < 0) {
+    throw std::invalid_argument("PermitSemaphore: negative permits_if_missing " + std::to_string(*permits_if_missing));
+  }
   const std::string id = client_.id() + ":" + std::to_string(next_permit_number());
   const std::string lease_ms = std::to_string(lease.count());
+  const std::string create = permits_if_missing ? std::to_string(*permits_if_missing) : "-1";
   const bool may_wait = deadline > Clock::now();
   std::optional<Subscriber::Subscription> sub;
   if (may_wait) {
@@ -131,14 +143,14 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
     // (no round trip), so no re-check is needed after a failure.
     if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
   }
-  Attempt a = attempt(id, lease_ms);
+  Attempt a = attempt(id, lease_ms, create);
   if (a.acquired) return id;
   if (!may_wait || Clock::now() >= deadline) return std::nullopt;
   if (!sub) {
     sub = client_.subscriber().subscribe(channel_, deadline);
     // Subscribed (or out of time): the re-check that catches a release
     // published before the subscription was live.
-    a = attempt(id, lease_ms);
+    a = attempt(id, lease_ms, create);
     if (a.acquired) return id;
     if (!sub) return std::nullopt;
   }
@@ -149,11 +161,11 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
     if (a.wait_hint_ms >= 0) wake = std::min(deadline, detail::after_pttl(now, a.wait_hint_ms));
     if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
       if (!sub->resubscribe(deadline)) {
-        a = attempt(id, lease_ms);
+        a = attempt(id, lease_ms, create);
         return a.acquired ? std::optional<std::string>(id) : std::nullopt;
       }
     }
-    a = attempt(id, lease_ms);
+    a = attempt(id, lease_ms, create);
     if (a.acquired) return id;
   }
 }

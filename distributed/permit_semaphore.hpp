@@ -7,7 +7,9 @@
 // The state in Redis
 // ------------------
 //   <name>            string: the number of permits n, set once by
-//                     try_set_permits (SET NX); absent = not set up yet
+//                     try_set_permits (SET NX), or by an acquire given
+//                     permits_if_missing; absent = not set up yet, or lost
+//                     (FLUSHALL, a restart without persistence, eviction)
 //   <name>:timeout    ZSET: permit id -> expiry (server ms)  (the held ones)
 //   <name>:channel    pub/sub channel: "a permit may be free"
 // available = n - ZCARD(<name>:timeout) after purging expired entries. Every
@@ -19,9 +21,10 @@
 //
 // The protocol
 // ------------
-//   acquire script (1 round trip): purge; if ZCARD < n: ZADD id now+lease,
-//     return acquired; else return the time until the earliest expiry
-//     (-1 if none, or not set up).
+//   acquire script (1 round trip): purge; if the count key is missing and
+//     the caller gave permits_if_missing: SET it; if ZCARD < n: ZADD id
+//     now+lease, return acquired; else return the time until the earliest
+//     expiry (-1 if none, or not set up).
 //   release script (1 round trip): ZSCORE id, purge, ZREM id -> released /
 //     expired (its score had passed) / unknown.
 //   wake-ups: a script that frees permits (release, purge) publishes one
@@ -45,6 +48,17 @@
 // - Not set up (try_set_permits never called): n counts as 0, acquire waits
 //   (Redisson's behaviour: another process may be about to set it), and
 //   wakes when try_set_permits publishes. permits() tells the two apart.
+// - The count key lost after it was set (FLUSHALL, a restart without
+//   persistence, an eviction) looks exactly like "not set up": a plain
+//   acquire waits for a try_set_permits that a process which set it once
+//   may never send again. An acquire given permits_if_missing re-creates
+//   the count in its own script (never changing a count that exists), so
+//   the semaphore heals at the next attempt of anyone who knows n.
+//   GuardedLock<PermitSemaphore> passes its permits on every acquire. The
+//   permits held before the loss are gone with it: their release() throws
+//   PermitNotHeld. A waiter parked when the key vanished finds it at its
+//   next attempt: a message, a reconnect, or the expiry its last attempt
+//   saw (at the latest its deadline when no permit was held).
 // - release(id) of an id that is not held — never issued, already released,
 //   or expired — throws PermitNotHeld, and changes nothing. expired() is
 //   true when the script saw the permit's lease passed; an expired permit
@@ -144,6 +158,23 @@ class PermitSemaphore {
                                                const std::chrono::duration<R2, P2>& lease) {
     return acquire_until(detail::to_steady(deadline), std::chrono::ceil<std::chrono::milliseconds>(lease));
   }
+  // As above, and if the count key is missing (never set, or lost) the
+  // acquire script first sets it to permits_if_missing (>= 0; a count that
+  // exists is never changed): see the essay. std::invalid_argument for a
+  // negative permits_if_missing.
+  template <class R1, class P1, class R2, class P2>
+  std::optional<std::string> try_acquire(const std::chrono::duration<R1, P1>& wait,
+                                         const std::chrono::duration<R2, P2>& lease, std::int64_t permits_if_missing) {
+    return acquire_until(detail::deadline_after(wait), std::chrono::ceil<std::chrono::milliseconds>(lease),
+                         permits_if_missing);
+  }
+  template <class C, class D, class R2, class P2>
+  std::optional<std::string> try_acquire_until(const std::chrono::time_point<C, D>& deadline,
+                                               const std::chrono::duration<R2, P2>& lease,
+                                               std::int64_t permits_if_missing) {
+    return acquire_until(detail::to_steady(deadline), std::chrono::ceil<std::chrono::milliseconds>(lease),
+                         permits_if_missing);
+  }
   // Waits without a time limit.
   template <class R2, class P2>
   std::string acquire(const std::chrono::duration<R2, P2>& lease) {
@@ -166,8 +197,10 @@ class PermitSemaphore {
     bool acquired;
     std::int64_t wait_hint_ms;  // not acquired: ms until the earliest expiry, -1 if none
   };
-  std::optional<std::string> acquire_until(detail::Clock::time_point deadline, std::chrono::milliseconds lease);
-  Attempt attempt(const std::string& id, const std::string& lease_ms);
+  // permits_if_missing: nullopt leaves a missing count missing.
+  std::optional<std::string> acquire_until(detail::Clock::time_point deadline, std::chrono::milliseconds lease,
+                                           std::optional<std::int64_t> permits_if_missing = std::nullopt);
+  Attempt attempt(const std::string& id, const std::string& lease_ms, const std::string& permits_if_missing);
 
   Client& client_;
   std::string name_;

@@ -111,7 +111,7 @@ PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::m
                              : client_.eval(kAcquire, {name_}, {std::to_string(effective.count()), owner});
   const auto& parts = r.as_array();
   if (parts.size() != 2 && parts.size() != 3) {
-    throw Error(Error::Kind::kProtocol, "pub_sub_lock.acquire returned " + r.describe());
+    r.unexpected("2 or 3 elements");
   }
   if (parts[0].as_integer() == 1) {
     if (parts.size() == 3) tokens_.set(owner, parts[2].as_integer());  // a new outermost hold

@@ -40,6 +40,7 @@ RedLock::RedLock(std::vector<Client*> nodes, std::string name, Options options)
   if (name_.empty()) throw std::invalid_argument("RedLock: empty name");
   if (options_.lease.count() <= 0) throw std::invalid_argument("RedLock: lease must be positive");
   if (options_.retry_delay.count() <= 0) throw std::invalid_argument("RedLock: retry_delay must be positive");
+  if (options_.lock_timeout.count() <= 0) throw std::invalid_argument("RedLock: lock_timeout must be positive");
   if (!(options_.drift_factor >= 0.0 && options_.drift_factor < 1.0)) {
     throw std::invalid_argument("RedLock: drift_factor must be in [0, 1)");
   }
@@ -47,6 +48,7 @@ RedLock::RedLock(std::vector<Client*> nodes, std::string name, Options options)
   detail::check_at_most_max("RedLock: lease", options_.lease);
   detail::check_at_most_max("RedLock: retry_delay", options_.retry_delay);
   detail::check_at_most_max("RedLock: drift_floor", options_.drift_floor);
+  detail::check_at_most_max("RedLock: lock_timeout", options_.lock_timeout);
 }
 
 template <class F>
@@ -92,7 +94,40 @@ RedLock::Round RedLock::release_all(const std::string& token) {
   });
 }
 
-bool RedLock::acquire_until(detail::Clock::time_point deadline) {
+void RedLock::lock() {
+  const auto start = detail::Clock::now();
+  Round last;
+  std::uint64_t attempts = 0;
+  if (acquire_until(detail::deadline_after(options_.lock_timeout), &last, &attempts)) return;
+  throw no_quorum(last, attempts,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(detail::Clock::now() - start));
+}
+
+NoQuorum RedLock::no_quorum(const Round& last, std::uint64_t attempts, std::chrono::milliseconds waited) const {
+  std::vector<NoQuorum::Vote> votes;
+  std::string listed;
+  for (std::size_t i = 0; i < node_count(); ++i) {
+    NoQuorum::Vote v{nodes_[i]->options().endpoint(), NoQuorum::Vote::Kind::kRefused, {}};
+    if (last.results[i] == 1) v.kind = NoQuorum::Vote::Kind::kGranted;
+    if (last.results[i] == -2) {
+      v.kind = NoQuorum::Vote::Kind::kError;
+      v.error = last.errors[i];
+    }
+    listed += (i == 0 ? "" : ", ") + v.node +
+              (v.kind == NoQuorum::Vote::Kind::kGranted   ? " granted"
+               : v.kind == NoQuorum::Vote::Kind::kRefused ? " refused"
+                                                          : " error: " + v.error);
+    votes.push_back(std::move(v));
+  }
+  return NoQuorum("RedLock '" + name_ + "': no quorum after " + std::to_string(attempts) + " attempts in " +
+                      std::to_string(waited.count()) + " ms (granted by " + std::to_string(last.count(1)) + " of " +
+                      std::to_string(node_count()) + " nodes, quorum " + std::to_string(quorum()) +
+                      (last.count(1) >= quorum() ? ", but too slow to leave any validity" : "") +
+                      "); last attempt: " + listed,
+                  std::move(votes), attempts);
+}
+
+bool RedLock::acquire_until(detail::Clock::time_point deadline, Round* last, std::uint64_t* attempts) {
   using Clock = detail::Clock;
   const std::string owner = nodes_.front()->thread_owner();
   {
@@ -105,6 +140,7 @@ bool RedLock::acquire_until(detail::Clock::time_point deadline) {
       options_.drift_floor);
   for (;;) {
     attempts_.fetch_add(1, std::memory_order_relaxed);
+    if (attempts != nullptr) ++*attempts;
     const std::string token = owner + ":" + std::to_string(acquisitions_.fetch_add(1, std::memory_order_relaxed));
     const auto start = Clock::now();
     const Round round = set_all(token);
@@ -118,7 +154,10 @@ bool RedLock::acquire_until(detail::Clock::time_point deadline) {
     // that timed out may have set it), errors ignored (the lease clears them).
     if (round.count(1) + round.count(-2) > 0) (void)release_all(token);
     const auto now = Clock::now();
-    if (now >= deadline) return false;
+    if (now >= deadline) {
+      if (last != nullptr) *last = round;
+      return false;
+    }
     const double mean = static_cast<double>(options_.retry_delay.count());
     const auto sleep = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double, std::milli>(uniform(mean / 2, mean * 3 / 2)));

@@ -44,7 +44,17 @@
 // - Node failures during acquire are not errors: a node that cannot be
 //   reached, times out or answers an error simply does not vote (counted in
 //   node_errors()). If fewer than a quorum can vote, try_lock* returns false
-//   at its deadline (lock() keeps retrying).
+//   at its deadline.
+// - A node that is down when the lock is built: build the nodes' Clients
+//   with Client::Options::lazy_connect, so that neither they nor the lock
+//   need a connection to exist; such a node's vote is an error (its
+//   connect_timeout spent per attempt) until it comes back, and then it
+//   votes again with nothing to reconfigure.
+// - lock() is bounded: it retries for Options::lock_timeout (default 10 s,
+//   50 attempts at the default retry_delay; node-redlock bounds its retries
+//   the same way) and then throws NoQuorum, whose message and votes() give
+//   each node's vote in the last attempt: granted, refused (another owner
+//   holds it) or the error text. Never redis::Error.
 // - unlock(): deleted on >= quorum nodes: returns. A majority of the
 //   answers said "not ours" (gone, or another owner): LockLost
 //   (taken_by_other() if any node had another owner's token). Neither
@@ -71,6 +81,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -80,6 +91,30 @@
 
 namespace locklab::redis {
 
+// RedLock::lock() gave up after Options::lock_timeout without a quorum.
+// what(): "RedLock 'name': no quorum after N attempts in T ms (granted by G
+// of N nodes, quorum Q); last attempt: host:port granted, host:port
+// refused, host:port error: <redis::Error text>".
+class NoQuorum : public std::runtime_error {
+ public:
+  struct Vote {
+    enum class Kind { kGranted, kRefused, kError };
+    std::string node;   // host:port
+    Kind kind;
+    std::string error;  // kError: the redis::Error's message; else empty
+  };
+  NoQuorum(const std::string& message, std::vector<Vote> votes, std::uint64_t attempts)
+      : std::runtime_error(message), votes_(std::move(votes)), attempts_(attempts) {}
+  // One per node, in the order the lock was given them: the last attempt.
+  const std::vector<Vote>& votes() const noexcept { return votes_; }
+  // Attempts this lock() call made.
+  std::uint64_t attempts() const noexcept { return attempts_; }
+
+ private:
+  std::vector<Vote> votes_;
+  std::uint64_t attempts_;
+};
+
 class RedLock {
  public:
   struct Options {
@@ -87,21 +122,25 @@ class RedLock {
     std::chrono::milliseconds retry_delay{200};  // mean of the random sleep between attempts
     double drift_factor = 0.01;                  // drift = lease x drift_factor + drift_floor
     std::chrono::milliseconds drift_floor{2};
+    std::chrono::milliseconds lock_timeout{10'000};  // lock() gives up after this: NoQuorum
   };
 
   // Binds to the key `name` on every node (the Clients must outlive the
-  // lock; each should point at a different, independent server). Sends
-  // nothing. std::invalid_argument for no nodes, a null or repeated Client,
-  // an empty name, lease or retry_delay <= 0, drift_factor outside [0, 1)
-  // or a negative drift_floor; lease, retry_delay or drift_floor over 100
-  // years (detail::kMaxDuration).
+  // lock; each should point at a different, independent server; build them
+  // with lazy_connect if a node may be down now). Sends nothing.
+  // std::invalid_argument for no nodes, a null or repeated Client, an
+  // empty name, lease, retry_delay or lock_timeout <= 0, drift_factor
+  // outside [0, 1) or a negative drift_floor; lease, retry_delay,
+  // lock_timeout or drift_floor over 100 years (detail::kMaxDuration).
   RedLock(std::vector<Client*> nodes, std::string name);
   RedLock(std::vector<Client*> nodes, std::string name, Options options);
   RedLock(const RedLock&) = delete;
   RedLock& operator=(const RedLock&) = delete;
 
-  // Retries until acquired. redis::Error is never thrown by acquisition.
-  void lock() { (void)acquire_until(detail::Clock::time_point::max()); }
+  // Retries until acquired or Options::lock_timeout has passed, then
+  // throws NoQuorum with the last attempt's votes. redis::Error is never
+  // thrown by acquisition.
+  void lock();
   // One attempt.
   bool try_lock() { return acquire_until(detail::Clock::now()); }
   template <class Rep, class Period>
@@ -144,7 +183,10 @@ class RedLock {
     std::size_t count(int v) const;
   };
 
-  bool acquire_until(detail::Clock::time_point deadline);
+  // `last`, if given, receives the final attempt's round and the number of
+  // attempts made (for lock()'s NoQuorum).
+  bool acquire_until(detail::Clock::time_point deadline, Round* last = nullptr, std::uint64_t* attempts = nullptr);
+  NoQuorum no_quorum(const Round& last, std::uint64_t attempts, std::chrono::milliseconds waited) const;
   Round set_all(const std::string& token);
   Round release_all(const std::string& token);
   template <class F>

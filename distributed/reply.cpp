@@ -1,5 +1,7 @@
 #include "distributed/reply.hpp"
 
+#include <charconv>
+
 #include "distributed/error.hpp"
 
 namespace locklab::redis {
@@ -17,9 +19,34 @@ const char* type_name(Reply::Type t) {
   return "?";
 }
 [[noreturn]] void wrong(const char* wanted, const Reply& r) {
-  throw Error(Error::Kind::kProtocol, std::string("expected a reply of type ") + wanted + ", got " + r.describe());
+  r.unexpected(std::string("a reply of type ") + wanted);
 }
 }  // namespace
+
+void Reply::unexpected(const std::string& expected) const {
+  const std::string from = origin().empty() ? std::string() : " from " + origin();
+  throw Error(Error::Kind::kProtocol, "unexpected reply" + from + ": expected " + expected + ", got " + describe());
+}
+
+const std::string& Reply::origin() const noexcept {
+  static const std::string kNone;
+  return origin_ ? *origin_ : kNone;
+}
+
+void Reply::set_origin(const std::shared_ptr<const std::string>& origin) {
+  origin_ = origin;
+  for (auto& e : elements_) e.set_origin(origin);
+}
+
+std::int64_t Reply::as_decimal() const {
+  if (type_ == Type::kString) {
+    std::int64_t v = 0;
+    const char* end = str_.data() + str_.size();
+    auto [p, ec] = std::from_chars(str_.data(), end, v);
+    if (!str_.empty() && ec == std::errc{} && p == end) return v;
+  }
+  unexpected("a decimal integer in a string reply");
+}
 
 std::int64_t Reply::as_integer() const {
   if (type_ != Type::kInteger) wrong("integer", *this);

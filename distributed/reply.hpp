@@ -5,12 +5,19 @@
 //
 // Accessors are checked: asking an integer reply for its string (or a nil
 // for anything) throws redis::Error(kProtocol) naming what was expected and
-// what came, so a script that changed its return shape fails loudly.
+// what came, so a script that changed its return shape fails loudly. The
+// message names where the reply came from (origin(): the server's
+// host:port, and the script's name when a script answered), set by the
+// Client on every reply it returns, array elements included: "unexpected
+// reply from 127.0.0.1:6379 (script permit_semaphore.acquire): expected a
+// reply of type integer, got "x"". The origin is one shared string per
+// Client (per script), so carrying it costs a reference count, not a copy.
 // Client::command never hands out a kError reply: it throws
 // redis::Error(kServer) instead (see client.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +63,21 @@ class Reply {
   const std::string& as_string() const;
   // The elements of an array reply; throws Error(kProtocol) otherwise.
   const std::vector<Reply>& as_array() const;
+  // The integer a string reply spells in decimal (GET of a counter, an
+  // HMGET field): Error(kProtocol) quoting the text for anything else,
+  // never std::invalid_argument.
+  std::int64_t as_decimal() const;
+
+  // Throws Error(kProtocol): "unexpected reply from <origin>: expected
+  // <expected>, got <describe()>". For callers that check a shape the
+  // accessors cannot (e.g. an array of exactly 2 elements).
+  [[noreturn]] void unexpected(const std::string& expected) const;
+
+  // Where the reply came from, for messages ("host:port" or "host:port
+  // (script name)"); empty for a Reply built by hand.
+  const std::string& origin() const noexcept;
+  // Sets the origin of this reply and of every element below it.
+  void set_origin(const std::shared_ptr<const std::string>& origin);
 
   // A short human-readable rendering, e.g. `(integer) 3`, `"OK"`, `(nil)`.
   std::string describe() const;
@@ -65,6 +87,7 @@ class Reply {
   std::int64_t integer_ = 0;
   std::string str_;
   std::vector<Reply> elements_;
+  std::shared_ptr<const std::string> origin_;
 };
 
 }  // namespace locklab::redis

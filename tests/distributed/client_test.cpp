@@ -60,7 +60,65 @@ TEST(ClientOptionsTest, FromEnvironmentTakesThePasswordFromItsOwnVariable) {
   EXPECT_EQ(o->db, 2);
 }
 
+// A URL echoed in an error message ends up in logs (./lab bench writes
+// results/<suite>.log): the user and the password never appear in it.
+TEST(ClientOptionsTest, MalformedUrlMessagesNeverShowTheUserOrThePassword) {
+  for (const char* bad : {"redis://alice:s3cret@h:notaport", "redis://alice:s3cret@h:70000",
+                          "redis://alice:s3cret@h:1/x", "redis://alice:s3cret@:1", "http://alice:s3cret@h:1",
+                          "redis://:s3cret@h:-1/0"}) {
+    try {
+      (void)Client::Options::from_url(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("s3cret"), std::string::npos) << what;
+      EXPECT_EQ(what.find("alice"), std::string::npos) << what;
+      EXPECT_NE(what.find("***@"), std::string::npos) << "the redaction is shown: " << what;
+    }
+  }
+  ::setenv("LOCKLAB_REDIS_URL", "redis://alice:s3cret@127.0.0.1:notaport", 1);
+  try {
+    (void)Client::Options::from_env();
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
+  }
+  ::unsetenv("LOCKLAB_REDIS_URL");
+}
+
 using ClientTest = RedisTest;
+
+// A reply of the wrong shape names the server and, for a script, the
+// script: the two things a reader of the log needs to find the culprit.
+TEST_F(ClientTest, AnUnexpectedReplyNamesTheEndpointAndTheScript) {
+  const Script returns_text("test.returns_text", "return 'not a number'");
+  expect_error([&] { (void)client().eval(returns_text, {key()}, {}).as_integer(); }, Error::Kind::kProtocol,
+               {options().endpoint(), "test.returns_text", "not a number"});
+  const Script returns_array("test.returns_array", "return {1, 'two'}");
+  expect_error([&] { (void)client().eval(returns_array, {key()}, {}).as_array().at(1).as_integer(); },
+               Error::Kind::kProtocol, {options().endpoint(), "test.returns_array"});
+  expect_error([&] { (void)client().command({"PING"}).as_integer(); }, Error::Kind::kProtocol,
+               {options().endpoint()});
+}
+
+// maxclients: the server accepts the TCP connection, answers the first
+// command with "ERR max number of clients reached" and closes it. That is
+// a refused connection (kConnect), not a wrong password (kAuth) and not a
+// command's failure (kServer).
+TEST_F(ClientTest, MaxClientsReachedIsAConnectErrorNotAnAuthError) {
+  EmbeddedServer full;
+  Client::Options o = full.client_options();
+  o.connect_timeout = 500ms;
+  Client admin(o);
+  admin.command({"CONFIG", "SET", "requirepass", "pw"});  // admin's connection stays authenticated
+  admin.command({"CONFIG", "SET", "maxclients", "1"});    // admin's connection is the one
+  const std::vector<std::string> mentions = {o.endpoint(), "max number of clients"};
+  Client::Options with_password = o;
+  with_password.password = "pw";
+  expect_error([&] { Client refused(with_password); }, Error::Kind::kConnect, mentions);  // AUTH meets it
+  Client plain(o);  // no AUTH: its constructor's connection is accepted, then refused
+  expect_error([&] { (void)plain.command({"PING"}); }, Error::Kind::kConnect, mentions);
+}
 
 TEST_F(ClientTest, CommandsAreBinarySafeAndCountedAsRoundTrips) {
   const std::string value("a\0b \"quoted\" \r\n", 15);
@@ -104,10 +162,14 @@ TEST_F(ClientTest, UnreachableServerIsAConnectErrorNamingHostAndPortWithinTheTim
 }
 
 TEST_F(ClientTest, ASlowServerTimesOutWithATypedErrorAndTheClientRecovers) {
-  Client::Options o = options();
+  EmbeddedServer::Options debug;
+  debug.enable_debug_command = true;  // DEBUG SLEEP makes it slow
+  EmbeddedServer slow(debug);
+  Client::Options o = slow.client_options();
   o.command_timeout = 200ms;
   Client impatient(o);
-  std::thread sleeper([&] { client().command({"DEBUG", "SLEEP", "0.6"}); });
+  Client sleeper_client(slow.client_options());
+  std::thread sleeper([&] { sleeper_client.command({"DEBUG", "SLEEP", "0.6"}); });
   std::this_thread::sleep_for(50ms);  // let DEBUG SLEEP start first
   try {
     impatient.command({"PING"});

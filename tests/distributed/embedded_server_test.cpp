@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "tests/distributed/redis_test_support.hpp"
 
@@ -92,6 +94,76 @@ TEST(EmbeddedServerTest, AServerThatCannotStartReportsItsLog) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("did not start"), std::string::npos) << e.what();
   }
+}
+
+// A redis-server that is not ours answers on the port (another test's, a
+// developer's): restart() must not adopt it. Adopting it would flush, kill
+// and fault-inject someone else's server.
+TEST(EmbeddedServerTest, AForeignServerOnThePortIsNotAdopted) {
+  EmbeddedServer ours;
+  const int port = ours.port();
+  ours.stop();
+  const std::string exe = EmbeddedServer::find_executable();
+  std::vector<std::string> args = {exe,        "--port",       std::to_string(port), "--bind",    "127.0.0.1",
+                                   "--save",   "",             "--appendonly",       "no",        "--dir",
+                                   ours.directory(), "--logfile", ours.directory() + "/foreign.log"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t foreign = -1;
+  ASSERT_EQ(::posix_spawn(&foreign, exe.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  } reaper{foreign};
+  Client::Options o = ours.client_options();
+  o.connect_timeout = 200ms;
+  std::unique_ptr<Client> c;
+  ASSERT_TRUE(eventually([&] {
+    try {
+      c = std::make_unique<Client>(o);
+      return c->command({"PING"}).as_string() == "PONG";
+    } catch (const Error&) {
+      return false;
+    }
+  }, 5s)) << "the foreign server did not come up";
+  c->command({"SET", "owner", "someone else"});
+  try {
+    ours.restart();
+    ADD_FAILURE() << "restart() adopted the foreign server (process " << foreign << ") as its own, pid "
+                  << ours.pid();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(foreign)), std::string::npos)
+        << "the message names the foreign process: " << e.what();
+  }
+  EXPECT_FALSE(ours.running());
+  EXPECT_EQ(c->command({"GET", "owner"}).as_string(), "someone else");
+  EXPECT_EQ(::kill(foreign, 0), 0) << "the foreign server was stopped by us";
+}
+
+// DEBUG (SLEEP, RESTART, SEGFAULT, ...) is a fault injector: off unless a
+// test asks for it.
+TEST(EmbeddedServerTest, DebugCommandsAreRefusedByDefault) {
+  EmbeddedServer server;
+  Client c(server.client_options());
+  try {
+    (void)c.command({"DEBUG", "SLEEP", "0"});
+    FAIL() << "DEBUG ran on a server that did not ask for it";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer) << e.what();
+  }
+}
+
+TEST(EmbeddedServerTest, DebugCommandsRunWhenEnabled) {
+  EmbeddedServer::Options o;
+  o.enable_debug_command = true;
+  EmbeddedServer server(o);
+  Client c(server.client_options());
+  EXPECT_EQ(c.command({"DEBUG", "SLEEP", "0"}).as_string(), "OK");
 }
 
 }  // namespace

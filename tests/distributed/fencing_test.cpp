@@ -550,6 +550,17 @@ TEST_F(FencingTest, LockTypesSharingANameShareItsCounter) {
   EXPECT_TRUE(wrapped.spin_lock().fenced());
 }
 
+// Counters that are not numbers (another program's keys under these
+// names): typed errors naming the server, not std::invalid_argument.
+TEST_F(FencingTest, NonNumericCountersAreTypedProtocolErrors) {
+  FencingTokens tokens(client(), key());
+  client().command({"SET", FencingTokens::key_for(key()), "seven"});
+  expect_error([&] { (void)tokens.current(); }, Error::Kind::kProtocol, {options().endpoint(), "seven"});
+  client().command({"HSET", key("resource"), "accepted", "many"});
+  FencedResource res(client(), key("resource"));
+  expect_error([&] { (void)res.totals(); }, Error::Kind::kProtocol, {options().endpoint(), "many"});
+}
+
 TEST_F(FencingTest, RedisDownIsATypedErrorAndCountsNothing) {
   FencedResource res(client(), key("resource"));
   FencedSpinLock lock(client(), key(), fast());

@@ -354,6 +354,34 @@ TEST_F(GuardedLockTest, AnExpiredPermitIsReportedAndTheLocalStagesStillFreed) {
   EXPECT_TRUE(guarded.try_acquire(key(), 1s));
 }
 
+// The count key is lost while the process still remembers it initialised
+// the key: FLUSHALL, a restart without persistence, an eviction. The next
+// acquisitions must re-create the count, not wait for a semaphore that no
+// longer exists until every budget runs out.
+TEST_F(GuardedLockTest, TheSemaphoreIsRecreatedAfterFlushallAndARestart) {
+  GuardTraits<PermitSemaphore> t;
+  t.permits = 2;
+  Guarded guarded([this](const std::string& k) { return std::make_unique<PermitSemaphore>(client(), k); }, {}, t);
+  PermitSemaphore view(client(), key());
+  {
+    auto g = guarded.try_acquire(key(), 1s);
+    ASSERT_TRUE(g);
+  }
+  ASSERT_EQ(guarded.cached_initialisations(), 1u);
+  client().command({"FLUSHALL"});
+  {
+    auto g = guarded.try_acquire(key(), 500ms);
+    ASSERT_TRUE(g) << "no permit after FLUSHALL: outcome " << static_cast<int>(g.outcome());
+    EXPECT_EQ(view.permits(), std::optional<std::int64_t>(2)) << "the count is re-created with the traits' permits";
+    EXPECT_EQ(view.available_permits(), 1);
+  }
+  server().restart();  // empty data, same port; the client reconnects
+  auto g = guarded.try_acquire(key(), 500ms);
+  ASSERT_TRUE(g) << "no permit after a restart: outcome " << static_cast<int>(g.outcome());
+  EXPECT_EQ(view.permits(), std::optional<std::int64_t>(2));
+  EXPECT_EQ(guarded.counters().initialisations, 1u) << "the cache still spares the initialisation round trip";
+}
+
 TEST_F(GuardedLockTest, GuardsAnyTimedLockableAndGivesAccessToIt) {
   GuardedLock<FencedSpinLock> guarded(
       [this](const std::string& k) { return std::make_unique<FencedSpinLock>(client(), k); });

@@ -259,6 +259,34 @@ TEST_F(PermitSemaphoreTest, AWrongTypeKeyIsATypedServerError) {
   }
 }
 
+// The count lost after it was set (FLUSHALL here; a restart without
+// persistence or an eviction alike): an acquire that knows n re-creates it.
+TEST_F(PermitSemaphoreTest, AnAcquireGivenPermitsIfMissingRecreatesALostCount) {
+  PermitSemaphore sem(client(), key());
+  ASSERT_TRUE(sem.try_set_permits(1));
+  auto held = sem.try_acquire(0ms, 10s);
+  ASSERT_TRUE(held);
+  client().command({"FLUSHALL"});
+  EXPECT_FALSE(sem.try_acquire(0ms, 10s)) << "a plain acquire still waits for try_set_permits";
+  EXPECT_FALSE(sem.permits().has_value());
+  auto again = sem.try_acquire(0ms, 10s, 1);
+  ASSERT_TRUE(again) << "the count was not re-created";
+  EXPECT_EQ(sem.permits(), std::optional<std::int64_t>(1));
+  EXPECT_FALSE(sem.try_acquire(0ms, 10s, 5)) << "an existing count is never changed";
+  EXPECT_EQ(sem.permits(), std::optional<std::int64_t>(1));
+  EXPECT_THROW(sem.release(*held), PermitNotHeld) << "the permit held before the loss went with it";
+  sem.release(*again);
+  EXPECT_THROW((void)sem.try_acquire(0ms, 1s, -1), std::invalid_argument);
+}
+
+// A count key that is not a number (someone else's key under this name):
+// a typed error naming the server, not std::invalid_argument from stoll.
+TEST_F(PermitSemaphoreTest, ANonNumericCountIsATypedProtocolError) {
+  client().command({"SET", key(), "twelve"});
+  PermitSemaphore sem(client(), key());
+  expect_error([&] { (void)sem.permits(); }, Error::Kind::kProtocol, {options().endpoint(), "twelve"});
+}
+
 TEST_F(PermitSemaphoreTest, RedisDownIsATypedErrorNotAHang) {
   PermitSemaphore sem(client(), key());
   ASSERT_TRUE(sem.try_set_permits(1));

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -242,6 +244,84 @@ TEST_F(RedLockTest, RejectsNonsensicalArguments) {
   o = {};
   o.retry_delay = 0ms;
   EXPECT_THROW(RedLock(n, key(), o), std::invalid_argument);
+  o = {};
+  o.lock_timeout = 0ms;
+  EXPECT_THROW(RedLock(n, key(), o), std::invalid_argument);
+}
+
+// Clients that connect on first use, one per node: what a RedLock needs to
+// be built while a node is down.
+std::vector<std::unique_ptr<Client>> lazy_clients(const std::vector<std::unique_ptr<EmbeddedServer>>& servers) {
+  std::vector<std::unique_ptr<Client>> v;
+  for (auto& s : servers) {
+    Client::Options o = s->client_options();
+    o.lazy_connect = true;
+    o.connect_timeout = 200ms;
+    o.command_timeout = 1s;
+    v.push_back(std::make_unique<Client>(o));
+  }
+  return v;
+}
+
+std::vector<Client*> pointers(const std::vector<std::unique_ptr<Client>>& clients) {
+  std::vector<Client*> v;
+  for (auto& c : clients) v.push_back(c.get());
+  return v;
+}
+
+TEST_F(RedLockTest, IsBuiltWhileANodeIsDownWhichCountsAsAFailedVoteUntilItReturns) {
+  servers_[0]->kill();
+  auto lazy = lazy_clients(servers_);  // eager Clients would throw kConnect here
+  RedLock lock(pointers(lazy), key(), fast());
+  ASSERT_TRUE(lock.try_lock_for(2s)) << "2 of 3 nodes are a quorum";
+  EXPECT_GE(lock.node_errors(), 1u);
+  EXPECT_FALSE(value_on(1).empty());
+  lock.unlock();
+  servers_[0]->restart();
+  ASSERT_TRUE(lock.try_lock_for(2s));
+  Client node0(servers_[0]->client_options());
+  EXPECT_EQ(node0.command({"GET", key()}).as_string(), value_on(1)) << "the node votes again once it is back";
+  lock.unlock();
+}
+
+TEST_F(RedLockTest, LockGivesUpAfterItsTimeoutListingEveryNodesVote) {
+  servers_[0]->kill();
+  for (std::size_t i : {1u, 2u}) clients_[i]->command({"SET", key(), "another owner", "PX", "60000"});
+  auto lazy = lazy_clients(servers_);
+  RedLock::Options o = fast();
+  o.lock_timeout = 300ms;
+  RedLock lock(pointers(lazy), key(), o);
+  const auto start = Clock::now();
+  auto done = std::async(std::launch::async, [&]() -> std::optional<NoQuorum> {
+    try {
+      lock.lock();
+      return std::nullopt;
+    } catch (const NoQuorum& e) {
+      return e;
+    }
+  });
+  if (done.wait_for(10s) != std::future_status::ready) {
+    for (std::size_t i : {1u, 2u}) clients_[i]->command({"DEL", key()});  // let it finish
+    done.wait();
+    FAIL() << "lock() was still retrying after 10 s with a 300 ms lock_timeout";
+  }
+  const std::optional<NoQuorum> e = done.get();
+  ASSERT_TRUE(e.has_value()) << "lock() acquired a lock another owner holds on 2 of 3 nodes";
+  EXPECT_GE(ms_since(start), 300.0);
+  ASSERT_EQ(e->votes().size(), 3u);
+  EXPECT_EQ(e->votes()[0].kind, NoQuorum::Vote::Kind::kError);
+  EXPECT_NE(e->votes()[0].error.find("cannot connect"), std::string::npos) << e->votes()[0].error;
+  EXPECT_EQ(e->votes()[1].kind, NoQuorum::Vote::Kind::kRefused);
+  EXPECT_EQ(e->votes()[2].kind, NoQuorum::Vote::Kind::kRefused);
+  EXPECT_GE(e->attempts(), 2u);
+  const std::string what = e->what();
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(what.find(servers_[i]->client_options().endpoint()), std::string::npos) << what;
+  }
+  EXPECT_NE(what.find("refused"), std::string::npos) << what;
+  EXPECT_NE(what.find("error: cannot connect"), std::string::npos) << what;
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+  EXPECT_EQ(value_on(1), "another owner") << "the other owner's key is untouched";
 }
 
 }  // namespace

@@ -106,6 +106,19 @@ class Holder {
   std::thread thread_;
 };
 
+// Runs `f`, which must throw redis::Error of `kind` whose message contains
+// every string of `mentions` (an endpoint, a script's name, the bad value).
+template <class F>
+void expect_error(F&& f, Error::Kind kind, const std::vector<std::string>& mentions) {
+  try {
+    f();
+    ADD_FAILURE() << "no redis::Error (" << Error::kind_name(kind) << ") was thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << Error::kind_name(e.kind()) << ": " << e.what();
+    for (const auto& m : mentions) EXPECT_NE(std::string(e.what()).find(m), std::string::npos) << m << " in " << e.what();
+  }
+}
+
 class RedisTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = std::make_unique<EmbeddedServer>(); }
