@@ -291,6 +291,107 @@ TEST_F(PubSubLockTest, UnlockAfterTheLeaseExpiredIsLockLostAndDeletesNothing) {
   EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 1) << "the other owner's hash was deleted";
 }
 
+// A re-entry asks Redis whether this owner still holds the key: a hold
+// whose lease ran out is reported, never silently replaced by a new one
+// (whose inner unlock() would end the outer critical section's "hold").
+TEST_F(PubSubLockTest, RelockingAfterTheLeaseRanOutIsLockLostNotANewHold) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  std::this_thread::sleep_for(450ms);  // the lease runs out; nobody takes it
+  try {
+    lock.lock();
+    FAIL() << "the re-entry after the lease ran out returned: a new hold the outer section knows nothing of";
+  } catch (const LockLost& e) {
+    EXPECT_FALSE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "the refused re-entry created a hold";
+  EXPECT_EQ(lock.hold_count(), 0);
+}
+
+TEST_F(PubSubLockTest, RelockingAfterAnotherOwnerTookTheLockIsLockLostWithoutADoubleGrant) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  std::this_thread::sleep_for(450ms);  // the lease runs out; another client takes it
+  Client other_client(options());
+  PubSubLock other(other_client, key(), leased(10s));
+  ASSERT_TRUE(other.try_lock());
+  try {
+    (void)lock.try_lock_for(500ms);
+    FAIL() << "the re-entry returned instead of reporting that the outer hold is gone";
+  } catch (const LockLost& e) {
+    EXPECT_TRUE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"HGET", key(), other_client.thread_owner()}).as_string(), "1")
+      << "the other owner's hold was changed";
+  EXPECT_TRUE(client().command({"HGET", key(), client().thread_owner()}).is_nil()) << "both hold it";
+  EXPECT_EQ(lock.hold_count(), 0);
+  other.unlock();
+}
+
+// After a re-entry found the hold gone, each outer hold's unlock() throws
+// LockLost too (no round trip), then unlock() is a non-holder's again; the
+// lock takes new holds at any point, nested ones included.
+TEST_F(PubSubLockTest, AfterARelockFoundTheHoldGoneEachOuterUnlockIsLockLostAndTheLockWorksAgain) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  lock.lock();  // two outer holds
+  std::this_thread::sleep_for(450ms);
+  EXPECT_THROW(lock.lock(), LockLost);
+  // A new hold inside the outer sections: an ordinary outermost acquisition.
+  lock.lock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  EXPECT_EQ(client().command({"HGET", key(), client().thread_owner()}).as_string(), "1");
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+  const auto before = client().round_trips();
+  for (int outer = 0; outer < 2; ++outer) {
+    try {
+      lock.unlock();
+      FAIL() << "outer unlock " << outer << " returned normally";
+    } catch (const LockLost& e) {
+      EXPECT_FALSE(e.taken_by_other());
+    }
+  }
+  EXPECT_EQ(client().round_trips(), before) << "an owed unlock sent a command";
+  try {
+    lock.unlock();
+    FAIL() << "a third unlock returned normally";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::operation_not_permitted);
+  }
+  lock.lock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+}
+
+// The watchdog variant of the lost acquire reply (the shared fault suite
+// runs PubSubLock with a fixed lease): the owner's next lock() must not
+// re-enter a hold nobody knows of, which one unlock() would leave to the
+// watchdog to renew for ever.
+TEST_F(PubSubLockTest, ALostAcquireReplyInWatchdogModeLeavesNoHoldForTheWatchdog) {
+  PubSubLock::Options o;  // watchdog mode
+  o.watchdog_lease = 900ms;
+  o.fenced = true;        // the token counter shows that the server ran the lost acquire
+  Client::Options impatient = options();
+  impatient.command_timeout = 200ms;
+  Client owner_client(impatient);
+  PubSubLock lock(owner_client, key(), o);
+  lock.lock();
+  lock.unlock();  // loads the scripts
+  {
+    BusyServer busy(options(), 800ms);
+    ASSERT_TRUE(busy.confirmed()) << "the server never looked busy: the lost reply was not reproduced";
+    EXPECT_THROW(lock.lock(), Error);
+  }
+  ASSERT_TRUE(eventually([&] { return FencingTokens(client(), key()).current() == 2; }, 5s))
+      << "the server did not run the lost acquire";
+  ASSERT_TRUE(lock.try_lock_for(2s));
+  EXPECT_EQ(client().command({"HGET", key(), owner_client.thread_owner()}).as_string(), "1");
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "a hold survived the unlock, renewed by the watchdog";
+}
+
 TEST_F(PubSubLockTest, UnlockByANonHolderIsOperationNotPermittedAndSendsNothing) {
   PubSubLock lock(client(), key(), leased(10s));
   lock.lock();
@@ -420,8 +521,10 @@ TEST_F(PubSubLockTest, FencedReentryKeepsTheOutermostTokenAndEachNewHoldTakesANe
   lapsing.lock();
   EXPECT_EQ(lapsing.token(), 1);
   std::this_thread::sleep_for(120ms);
+  EXPECT_THROW(lapsing.lock(), LockLost) << "a re-entry asks Redis, and the hold is gone";
+  EXPECT_THROW(lapsing.unlock(), LockLost) << "the outer hold's unlock reports the loss too";
   lapsing.lock();
-  EXPECT_EQ(lapsing.hold_count(), 1) << "the server's count, not 2";
+  EXPECT_EQ(lapsing.hold_count(), 1);
   EXPECT_EQ(lapsing.token(), 2);
   lapsing.unlock();
 }

@@ -10,6 +10,12 @@
 //   - a relock by the holder throws resource_deadlock_would_occur.
 // A lock joins with RedisLockOutcomeTraits<L>::leased (its Options with a
 // given lease) and one INSTANTIATE_TYPED_TEST_SUITE_P line.
+//
+// A second suite, RedisLockFaultOutcomes, holds every Redis lock, reentrant
+// or not (PubSubLock too), to what a production fault must not leave behind:
+//   - an acquire whose reply was lost (the server ran it, the client gave up
+//     with a timeout) leaves no hold: other owners can take the lock at once,
+//     not after the lease, and the owner's next lock() + one unlock() free it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +25,7 @@
 #include <system_error>
 #include <thread>
 
+#include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
@@ -107,5 +114,52 @@ TYPED_TEST_P(RedisLockOutcomes, RelockingByTheHolderIsResourceDeadlockWouldOccur
 REGISTER_TYPED_TEST_SUITE_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockLostAndLeavesTheNewOwnersKey,
                             UnlockByANonHolderIsOperationNotPermittedAndSendsNothing,
                             RelockingByTheHolderIsResourceDeadlockWouldOccur);
+
+template <class L>
+class RedisLockFaultOutcomes : public RedisTest {};
+
+TYPED_TEST_SUITE_P(RedisLockFaultOutcomes);
+
+// The server runs the acquire, the reply never reaches the client: a
+// client with a short read timeout sends it while the server is busy (DEBUG
+// SLEEP from another connection), gives up, and the server runs it later.
+TYPED_TEST_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind) {
+  auto o = RedisLockOutcomeTraits<TypeParam>::leased(10s);
+  o.fenced = true;  // the token counter shows whether the server ran the lost acquire
+  Client::Options impatient = this->options();
+  impatient.command_timeout = 200ms;
+  Client client(impatient);
+  TypeParam lock(client, this->key(), o);
+  lock.lock();
+  lock.unlock();  // loads the scripts: the command lost below is the acquire itself
+  {
+    BusyServer busy(this->options(), 800ms);
+    ASSERT_TRUE(busy.confirmed()) << "the server never looked busy: the lost reply was not reproduced";
+    try {
+      lock.lock();
+      FAIL() << "the acquire's reply arrived: the lost reply was not reproduced";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.kind() == Error::Kind::kTimeout || e.kind() == Error::Kind::kIo) << e.what();
+    }
+  }
+  FencingTokens counter(this->client(), this->key());
+  ASSERT_TRUE(eventually([&] { return counter.current() == 2; }, 5s))
+      << "the server did not run the lost acquire (token counter " << counter.current() << ")";
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+  // Another owner takes it at once, not after the 10 s lease.
+  std::thread([&] {
+    EXPECT_TRUE(lock.try_lock()) << "the lost acquire left a hold behind";
+    if (lock.is_held_by_current_thread()) lock.unlock();
+  }).join();
+  // The owner's next lock() and one unlock() leave it free.
+  ASSERT_TRUE(lock.try_lock_for(2s)) << "the lost acquire's hold blocks its own owner";
+  lock.unlock();
+  std::thread([&] {
+    EXPECT_TRUE(lock.try_lock()) << "one lock() + unlock() after the lost acquire left a hold behind";
+    if (lock.is_held_by_current_thread()) lock.unlock();
+  }).join();
+}
+
+REGISTER_TYPED_TEST_SUITE_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind);
 
 }  // namespace locklab::redis::testing

@@ -173,4 +173,48 @@ inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) {
   }
 }
 
+// Makes the test's server busy for `busy` (DEBUG SLEEP from a connection of
+// its own, on a thread) and returns once it is: a probe PING with a short
+// timeout went unanswered. A command sent while this object lives is queued
+// by the server and run when the sleep ends; a client with a command_timeout
+// shorter than what is left of `busy` has given up on its reply by then: the
+// reply of a command that did run is lost. The destructor waits for the
+// sleep to end. confirmed() is false if the server never looked busy (the
+// test cannot reproduce its fault and should say so).
+class BusyServer {
+ public:
+  BusyServer(Client::Options options, std::chrono::milliseconds busy) {
+    Client::Options probe_options = options;
+    probe_options.command_timeout = 50ms;
+    Client probe(probe_options);
+    options.command_timeout = busy + 10s;
+    sleeper_ = std::make_unique<Client>(options);
+    const std::string seconds = std::to_string(std::chrono::duration<double>(busy).count());
+    thread_ = std::thread([this, seconds] {
+      try {
+        sleeper_->command({"DEBUG", "SLEEP", seconds});
+      } catch (const Error&) {
+        // DEBUG refused: confirmed() stays false and the test says so.
+      }
+    });
+    for (int i = 0; i < 200 && !confirmed_; ++i) {
+      try {
+        probe.command({"PING"});
+        std::this_thread::sleep_for(1ms);
+      } catch (const Error& e) {
+        confirmed_ = e.kind() == Error::Kind::kTimeout;
+      }
+    }
+  }
+  ~BusyServer() { thread_.join(); }
+  BusyServer(const BusyServer&) = delete;
+  BusyServer& operator=(const BusyServer&) = delete;
+  bool confirmed() const { return confirmed_; }
+
+ private:
+  std::unique_ptr<Client> sleeper_;
+  std::thread thread_;
+  bool confirmed_ = false;
+};
+
 }  // namespace locklab::redis::testing
