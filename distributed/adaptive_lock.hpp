@@ -87,7 +87,8 @@
 //   hold that blocks this thread and every waiter until the lease ends. If
 //   that fails too, it is retried before this thread's next acquire or
 //   release through this object (which throws its redis::Error while it
-//   keeps failing); meanwhile the key expires with its lease.
+//   keeps failing); meanwhile the key expires with its lease. (Tested for
+//   every lock in tests/distributed/redis_lock_outcomes.hpp.)
 // - A key of another type under `name`: SET NX fails (the lock looks held)
 //   and the acquire script's PTTL of a persistent key is -1, so a waiter
 //   sleeps until its deadline; unlock() of such a key gets Error(kServer).

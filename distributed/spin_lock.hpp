@@ -60,7 +60,8 @@
 //   lock(), and everyone else, until the lease ends. If that fails too, it
 //   is retried before this thread's next acquire or release through this
 //   object (which throws its redis::Error while it keeps failing);
-//   meanwhile the key expires with its lease.
+//   meanwhile the key expires with its lease. (Tested for every lock in
+//   tests/distributed/redis_lock_outcomes.hpp.)
 // - A key of another type under `name` (e.g. a hash): SET NX fails, so the
 //   lock looks held (acquire times out); unlock() would get Error(kServer)
 //   WRONGTYPE from the server.
