@@ -80,15 +80,16 @@
 //   sleeps past its deadline or the holder's lease. unlock() that throws
 //   redis::Error forgets the hold.
 // - A SET NX, acquire script or release that fails with an unknown outcome
-//   (kTimeout or kIo: the server may have run it and the reply was lost; or
-//   kConnect): before the error propagates, the release script runs once
-//   more for this thread's token (its source sent with EVAL: no script load
-//   needed; it publishes if it deletes), so a SET that ran unseen leaves no
-//   hold that blocks this thread and every waiter until the lease ends. If
-//   that fails too, it is retried before this thread's next acquire or
-//   release through this object (which throws its redis::Error while it
-//   keeps failing); meanwhile the key expires with its lease. (Tested for
-//   every lock in tests/distributed/redis_lock_outcomes.hpp.)
+//   (kTimeout or kIo: the server may have run it and the reply was lost):
+//   before the error propagates (so at most one command_timeout later), the
+//   release script runs once more for this thread's token (its source sent
+//   with EVAL: no script load needed; it publishes if it deletes), so a SET
+//   that ran unseen leaves no hold that blocks this thread and every waiter
+//   until the lease ends. If that fails too, or the command failed with
+//   kConnect (it never reached the server), it runs before this thread's
+//   next acquire or release through this object (which throws its
+//   redis::Error while it keeps failing); meanwhile the key expires with its
+//   lease. (Tested for every lock in tests/distributed/redis_lock_outcomes.hpp.)
 // - A key of another type under `name`: SET NX fails (the lock looks held)
 //   and the acquire script's PTTL of a persistent key is -1, so a waiter
 //   sleeps until its deadline; unlock() of such a key gets Error(kServer).

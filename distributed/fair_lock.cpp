@@ -213,7 +213,7 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
     // fails is retried before this owner's next call; otherwise it is best
     // effort, and what it cannot remove expires (essay, "Failure modes").
     if (detail::outcome_unknown(e)) {
-      doubts_.after_unknown(owner, undo);
+      doubts_.after_failure(owner, e, undo);
     } else {
       try {
         undo();

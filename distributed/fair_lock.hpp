@@ -101,11 +101,13 @@
 //   effort, the leave script and rethrows. What it cannot remove expires
 //   (its entry after queue_lease, a hand-off after the lease). After an
 //   unknown outcome (kTimeout or kIo: the attempt, the BLPOP or the release
-//   may have run with its reply lost, making this thread the owner unseen;
-//   or kConnect) the leave runs as a restore, its source sent with EVAL
-//   (no script load needed), on the first attempt too; if it fails, it is
-//   retried before this thread's next acquire or release through this
-//   object (which throws its redis::Error while it keeps failing). A restarted
+//   may have run with its reply lost, making this thread the owner unseen)
+//   the leave runs as a restore, its source sent with EVAL (no script load
+//   needed), on the first attempt too, before the error propagates (so at
+//   most one command_timeout later); if it fails, or the command failed
+//   with kConnect (it never reached the server), it runs before this
+//   thread's next acquire or release through this object (which throws its
+//   redis::Error while it keeps failing). A restarted
 //   server without persistence has forgotten everything: locks start free.
 //   Scripts are reloaded after NOSCRIPT.
 // - Lease ran out under the holder: unlock() finds another token (it was

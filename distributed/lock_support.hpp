@@ -108,13 +108,18 @@ inline Reply eval_source(Client& client, const Script& script, const std::vector
 // extra hold, publishing or handing on as a release would) and is harmless
 // when there is nothing to restore.
 //   guard(owner, command, restore)  runs one acquire or release command; if
-//       it fails with an unknown outcome, runs restore at once and, if that
-//       fails too (the server is still slow or away), remembers the owner;
-//       then rethrows the command's error either way.
+//       it fails, calls after_failure; then rethrows the command's error.
+//   after_failure(owner, error, restore)  kTimeout / kIo: runs restore at
+//       once, and remembers the owner if that fails too (the server is
+//       still slow or away). kConnect: the command never reached the server
+//       and a restore now would most likely wait out a connect timeout in
+//       vain: only remembers the owner. Other kinds: nothing.
 //   settle(owner, restore)          before an owner's next acquire or
 //       release: restores first if the owner is remembered (throws the
 //       restore's redis::Error and stays remembered if it fails again).
-// Cost on the normal path: one relaxed atomic load (no owner in doubt).
+// The immediate restore is one more command: the caller gets the error at
+// most one command_timeout later. Cost on the normal path: one relaxed
+// atomic load (no owner in doubt).
 class InDoubt {
  public:
   template <class Command, class Restore>
@@ -122,7 +127,7 @@ class InDoubt {
     try {
       return command();
     } catch (const Error& e) {
-      if (outcome_unknown(e)) after_unknown(owner, restore);
+      after_failure(owner, e, restore);
       throw;
     }
   }
@@ -134,15 +139,18 @@ class InDoubt {
     forget(owner);
   }
 
-  // Runs restore now; remembers the owner if it throws.
   template <class Restore>
-  void after_unknown(const std::string& owner, Restore&& restore) noexcept {
+  void after_failure(const std::string& owner, const Error& e, Restore&& restore) noexcept {
+    if (e.kind() == Error::Kind::kConnect) {
+      remember(owner);
+      return;
+    }
+    if (!outcome_unknown(e)) return;
     try {
       restore();
       forget(owner);
     } catch (...) {
-      std::lock_guard g(mu_);
-      if (owners_.insert(owner).second) count_.fetch_add(1, std::memory_order_relaxed);
+      remember(owner);
     }
   }
 
@@ -152,6 +160,14 @@ class InDoubt {
   }
 
  private:
+  void remember(const std::string& owner) noexcept {
+    try {
+      std::lock_guard g(mu_);
+      if (owners_.insert(owner).second) count_.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      // Out of memory: the extra hold, if any, expires with its lease.
+    }
+  }
   void forget(const std::string& owner) {
     std::lock_guard g(mu_);
     if (owners_.erase(owner) > 0) count_.fetch_sub(1, std::memory_order_relaxed);

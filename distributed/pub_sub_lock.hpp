@@ -103,20 +103,21 @@
 //   and owing no unlock of a lost hold): std::system_error
 //   (operation_not_permitted); nothing is sent.
 // - An attempt or release that fails with an unknown outcome (redis::Error
-//   kTimeout or kIo: the server may have run it and the reply was lost; or
-//   kConnect): the error propagates, and first the lock restores the
-//   server to this object's record with one owner-checked script (its
-//   source sent with EVAL, so no script load is needed): the owner's count
-//   is brought down to the recorded one; at 0 the field goes, and with the
-//   last field the key, publishing as a release would. So a lost acquire
-//   reply leaves no hold that the next lock() would re-enter at count 2
-//   and one unlock() leave behind (for the watchdog to renew for ever).
-//   If the restore fails too, it is retried before this thread's next
-//   acquire or release through this object (which throws its redis::Error
-//   while it keeps failing); meanwhile a hold nobody records lasts at most
-//   its lease (the watchdog renews recorded holds only). An unlock() that
-//   throws redis::Error still counts: the record goes down by one either
-//   way.
+//   kTimeout or kIo: the server may have run it and the reply was lost):
+//   the error propagates, and first (so at most one command_timeout later)
+//   the lock restores the server to this object's record with one
+//   owner-checked script (its source sent with EVAL, so no script load is
+//   needed): the owner's count is brought down to the recorded one; at 0
+//   the field goes, and with the last field the key, publishing as a
+//   release would. So a lost acquire reply leaves no hold that the next
+//   lock() would re-enter at count 2 and one unlock() leave behind (for the
+//   watchdog to renew for ever). If the restore fails too, or the command
+//   failed with kConnect (it never reached the server), it runs before this
+//   thread's next acquire or release through this object (which throws
+//   its redis::Error while it keeps failing); meanwhile a hold nobody
+//   records lasts at most its lease (the watchdog renews recorded holds
+//   only). An unlock() that throws redis::Error still counts: the record
+//   goes down by one either way.
 // - try_lock(), try_lock_for(<= 0), a past try_lock_until: one attempt and no
 //   subscription at all (no SUBSCRIBE is ever sent: the drained thread pool's
 //   cure for an exhausted worker pool). A false return from a timed try comes

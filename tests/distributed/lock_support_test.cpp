@@ -46,6 +46,18 @@ TEST(InDoubtTest, AnUnknownOutcomeRestoresAtOnceAndRethrows) {
   EXPECT_EQ(restores, 1);
 }
 
+TEST(InDoubtTest, ACommandThatNeverReachedTheServerIsRestoredBeforeTheNextOneNotAtOnce) {
+  InDoubt doubts;
+  int restores = 0;
+  EXPECT_THROW(doubts.guard("a", []() -> int { throw Error(Error::Kind::kConnect, "refused"); }, [&] { ++restores; }),
+               Error);
+  EXPECT_EQ(restores, 0) << "a restore now would wait out another connect timeout";
+  EXPECT_TRUE(doubts.contains("a"));
+  doubts.settle("a", [&] { ++restores; });
+  EXPECT_EQ(restores, 1);
+  EXPECT_FALSE(doubts.contains("a"));
+}
+
 TEST(InDoubtTest, AServerErrorIsAKnownOutcomeAndRestoresNothing) {
   InDoubt doubts;
   int restores = 0;

@@ -365,6 +365,22 @@ TEST_F(PubSubLockTest, AfterARelockFoundTheHoldGoneEachOuterUnlockIsLockLostAndT
   EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
 }
 
+TEST_F(PubSubLockTest, AfterAnInnerUnlockFoundTheHoldGoneTheOuterUnlockIsLockLostToo) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  lock.lock();
+  client().command({"DEL", key()});  // e.g. an operator, or a failover that lost it
+  EXPECT_THROW(lock.unlock(), LockLost);
+  EXPECT_EQ(lock.hold_count(), 0);
+  try {
+    lock.unlock();
+    FAIL() << "the outer unlock returned normally";
+  } catch (const LockLost& e) {
+    EXPECT_FALSE(e.taken_by_other());
+  }
+  EXPECT_THROW(lock.unlock(), std::system_error) << "every owed unlock was made";
+}
+
 // The watchdog variant of the lost acquire reply (the shared fault suite
 // runs PubSubLock with a fixed lease): the owner's next lock() must not
 // re-enter a hold nobody knows of, which one unlock() would leave to the
