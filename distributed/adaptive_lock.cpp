@@ -57,17 +57,28 @@ AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
   fence_key_ = FencingTokens::key_for(name_);
 }
 
+void AdaptiveLock::restore(const std::string& owner) {
+  (void)detail::eval_source(client_, kRelease, {name_}, {owner, channel_});
+}
+
 bool AdaptiveLock::try_set(const std::string& owner) {
   if (options_.fenced) {
     std::int64_t pttl_ms = -1;  // a spinner retries regardless
     return try_script(owner, pttl_ms);
   }
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  return !client_.command({"SET", name_, owner, "NX", "PX", std::to_string(options_.lease.count())}).is_nil();
+  return doubts_.guard(
+      owner,
+      [&] { return !client_.command({"SET", name_, owner, "NX", "PX", std::to_string(options_.lease.count())}).is_nil(); },
+      [&] { restore(owner); });
 }
 
 bool AdaptiveLock::try_script(const std::string& owner, std::int64_t& pttl_ms) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
+  return doubts_.guard(owner, [&] { return run_script(owner, pttl_ms); }, [&] { restore(owner); });
+}
+
+bool AdaptiveLock::run_script(const std::string& owner, std::int64_t& pttl_ms) {
   if (options_.fenced) {
     const detail::FencedSetNx r = detail::fenced_set_nx(client_, name_, fence_key_, owner, options_.lease);
     if (r.acquired) {
@@ -95,6 +106,7 @@ void AdaptiveLock::adjust_budget(bool spin_won) {
 bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
   const std::string owner = client_.thread_owner();
   if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  doubts_.settle(owner, [&] { restore(owner); });
   auto won = [&](std::atomic<std::uint64_t>* counter) {
     holds_.set(owner, 1);
     if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
@@ -144,7 +156,9 @@ void AdaptiveLock::unlock() {
   if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
-  const std::int64_t r = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
+  const std::int64_t r = doubts_.guard(
+      owner, [&] { return client_.eval(kRelease, {name_}, {owner, channel_}).as_integer(); },
+      [&] { restore(owner); });
   if (r == 2) unpublished_.fetch_add(1, std::memory_order_relaxed);
   if (r != 1 && r != 2) throw LockLost(name_, r == -1);
 }

@@ -78,7 +78,18 @@
 //   or the re-subscription throws redis::Error within the Client's timeouts;
 //   a parked waiter is woken by the lost connection (kReconnected), never
 //   sleeps past its deadline or the holder's lease. unlock() that throws
-//   redis::Error forgets the hold (the key expires with its lease).
+//   redis::Error forgets the hold.
+// - A SET NX, acquire script or release that fails with an unknown outcome
+//   (kTimeout or kIo: the server may have run it and the reply was lost):
+//   before the error propagates (so at most one command_timeout later), the
+//   release script runs once more for this thread's token (its source sent
+//   with EVAL: no script load needed; it publishes if it deletes), so a SET
+//   that ran unseen leaves no hold that blocks this thread and every waiter
+//   until the lease ends. If that fails too, or the command failed with
+//   kConnect (it never reached the server), it runs before this thread's
+//   next acquire or release through this object (which throws its
+//   redis::Error while it keeps failing); meanwhile the key expires with its
+//   lease. (Tested for every lock in tests/distributed/redis_lock_outcomes.hpp.)
 // - A key of another type under `name`: SET NX fails (the lock looks held)
 //   and the acquire script's PTTL of a persistent key is -1, so a waiter
 //   sleeps until its deadline; unlock() of such a key gets Error(kServer).
@@ -191,6 +202,10 @@ class AdaptiveLock {
   bool try_set(const std::string& owner);
   // The acquire script: true if acquired, else sets `pttl_ms` (-1 if none).
   bool try_script(const std::string& owner, std::int64_t& pttl_ms);
+  bool run_script(const std::string& owner, std::int64_t& pttl_ms);  // try_script without the guard
+  // After an unknown outcome: the release script (delete the key if it
+  // holds this owner's token, and publish).
+  void restore(const std::string& owner);
   void adjust_budget(bool spin_won);
 
   Client& client_;
@@ -200,6 +215,7 @@ class AdaptiveLock {
   Options options_;
   detail::LocalHolds holds_;
   detail::LocalHolds tokens_;  // fenced: owner -> token of its hold (one number per owner)
+  detail::InDoubt doubts_;     // owners whose last attempt or release had an unknown outcome
   std::atomic<std::int64_t> budget_us_;
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> spin_wins_{0};

@@ -160,11 +160,17 @@ bool FairLock::leave(const std::string& owner) {
   return client_.eval(kLeave, {name_, queue_, fence_key_}, {owner, name_}).as_integer() == 1;
 }
 
+void FairLock::restore(const std::string& owner) {
+  (void)detail::eval_source(client_, kLeave, {name_, queue_, fence_key_}, {owner, name_});
+}
+
 bool FairLock::acquire_until(Clock::time_point deadline) {
   const std::string owner = client_.thread_owner();
   if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  auto undo = [&] { restore(owner); };
+  doubts_.settle(owner, undo);
   const bool may_wait = deadline > Clock::now();
-  Attempt a = attempt(owner, may_wait);
+  Attempt a = doubts_.guard(owner, [&] { return attempt(owner, may_wait); }, undo);
   if (a.acquired) return true;
   if (!may_wait) return false;
   const std::string wake_key = name_ + ":wake:" + owner;
@@ -207,12 +213,18 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
       a = attempt(owner, true);  // refresh our entry; take a lock whose owner died
       if (a.acquired) return true;
     }
-  } catch (const Error&) {
-    // Best effort: do not leave an entry (or a hand-off) behind; what this
-    // cannot remove expires (essay, "Failure modes").
-    try {
-      (void)leave(owner);
-    } catch (const Error&) {
+  } catch (const Error& e) {
+    // Do not leave an entry (or a hand-off) behind. After an unknown
+    // outcome (a lost BLPOP reply may have taken our hand-off) a leave that
+    // fails is retried before this owner's next call; otherwise it is best
+    // effort, and what it cannot remove expires (essay, "Failure modes").
+    if (detail::outcome_unknown(e)) {
+      doubts_.after_failure(owner, e, undo);
+    } else {
+      try {
+        undo();
+      } catch (const Error&) {
+      }
     }
     throw;
   }
@@ -223,7 +235,9 @@ void FairLock::unlock() {
   if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
-  const std::int64_t r = client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, name_}).as_integer();
+  const std::int64_t r = doubts_.guard(
+      owner, [&] { return client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, name_}).as_integer(); },
+      [&] { restore(owner); });
   if (r == 2) handoffs_.fetch_add(1, std::memory_order_relaxed);
   if (r < 1) throw LockLost(name_, r == -1);
 }

@@ -99,7 +99,15 @@
 //   redis::Error (kIo at once when the connection breaks; kConnect /
 //   kTimeout within the Client's timeouts); the waiter then tries, best
 //   effort, the leave script and rethrows. What it cannot remove expires
-//   (its entry after queue_lease, a hand-off after the lease). A restarted
+//   (its entry after queue_lease, a hand-off after the lease). After an
+//   unknown outcome (kTimeout or kIo: the attempt, the BLPOP or the release
+//   may have run with its reply lost, making this thread the owner unseen)
+//   the leave runs as a restore, its source sent with EVAL (no script load
+//   needed), on the first attempt too, before the error propagates (so at
+//   most one command_timeout later); if it fails, or the command failed
+//   with kConnect (it never reached the server), it runs before this
+//   thread's next acquire or release through this object (which throws its
+//   redis::Error while it keeps failing). A restarted
 //   server without persistence has forgotten everything: locks start free.
 //   Scripts are reloaded after NOSCRIPT.
 // - Lease ran out under the holder: unlock() finds another token (it was
@@ -205,6 +213,9 @@ class FairLock {
   Attempt attempt(const std::string& owner, bool enqueue);
   // The leave script; true if a hand-off had reached us and was passed on.
   bool leave(const std::string& owner);
+  // After an unknown outcome: the leave script (our queue entry removed, a
+  // lock that is ours handed on or freed), sent with its source.
+  void restore(const std::string& owner);
 
   Client& client_;
   std::string name_;
@@ -213,6 +224,7 @@ class FairLock {
   Options options_;
   detail::LocalHolds holds_;
   detail::LocalHolds tokens_;  // fenced: owner -> token of its hold (one number per owner)
+  detail::InDoubt doubts_;     // owners whose last attempt, BLPOP or release had an unknown outcome
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> handoffs_{0};
 };

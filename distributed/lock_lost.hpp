@@ -13,6 +13,10 @@
 // the resource (fencing.hpp), or a lease longer than any critical section
 // (PubSubLock's watchdog).
 //
+// The reentrant PubSubLock also throws it from a re-entry (lock() by the
+// holder) that finds its hold gone, and from the unlock() of each outer
+// hold of a lost lease: every critical section the loss cut short is told.
+//
 // After LockLost the lock object's local state says "not held by this
 // thread", so the thread may lock() again. `taken_by_other()` tells whether
 // the key existed with another owner (someone else holds it now) or was

@@ -1,10 +1,12 @@
 // lock_support.hpp — internal helpers shared by the Redis locks (namespace
 // detail, not a public type): steady-clock deadlines, the bound on every
-// duration option (kMaxDuration), the per-thread record
-// of which threads of this process believe they hold a lock, and the
+// duration option (kMaxDuration), the per-thread record of which threads of
+// this process believe they hold a lock, the record of owners whose last
+// command's outcome is unknown (InDoubt), and the
 // standard errors for misuse.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +16,11 @@
 #include <system_error>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "distributed/client.hpp"
+#include "distributed/error.hpp"
 
 namespace locklab::redis::detail {
 
@@ -108,6 +115,103 @@ class LocalHolds {
  private:
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::int64_t> holds_;
+};
+
+// True for the failures after which nobody knows what the server did: the
+// command may have run with its reply lost (kTimeout, kIo), or may never
+// have been sent (kConnect). A kServer or kProtocol reply completed the
+// exchange: the server's state is known from it.
+inline bool outcome_unknown(const Error& e) noexcept {
+  return e.kind() == Error::Kind::kTimeout || e.kind() == Error::Kind::kIo || e.kind() == Error::Kind::kConnect;
+}
+
+// Runs `script` as EVAL with its source: one round trip that needs no
+// SCRIPT LOAD first. For the restores after an unknown outcome: they are
+// rare, and a server slow enough to lose a reply could lose a load too.
+inline Reply eval_source(Client& client, const Script& script, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"EVAL", script.source(), std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return client.command(argv);
+}
+
+// Owners whose acquire or release failed with an unknown outcome, so that
+// the server may hold more for them than the lock's record says (a lost
+// acquire reply: the server granted a hold nobody knows of; a lost release:
+// the key is still there). Each lock supplies `restore`, one owner-checked
+// script that brings the server back to the record (release this owner's
+// extra hold, publishing or handing on as a release would) and is harmless
+// when there is nothing to restore.
+//   guard(owner, command, restore)  runs one acquire or release command; if
+//       it fails, calls after_failure; then rethrows the command's error.
+//   after_failure(owner, error, restore)  kTimeout / kIo: runs restore at
+//       once, and remembers the owner if that fails too (the server is
+//       still slow or away). kConnect: the command never reached the server
+//       and a restore now would most likely wait out a connect timeout in
+//       vain: only remembers the owner. Other kinds: nothing.
+//   settle(owner, restore)          before an owner's next acquire or
+//       release: restores first if the owner is remembered (throws the
+//       restore's redis::Error and stays remembered if it fails again).
+// The immediate restore is one more command: the caller gets the error at
+// most one command_timeout later. Cost on the normal path: one relaxed
+// atomic load (no owner in doubt).
+class InDoubt {
+ public:
+  template <class Command, class Restore>
+  auto guard(const std::string& owner, Command&& command, Restore&& restore) -> decltype(command()) {
+    try {
+      return command();
+    } catch (const Error& e) {
+      after_failure(owner, e, restore);
+      throw;
+    }
+  }
+
+  template <class Restore>
+  void settle(const std::string& owner, Restore&& restore) {
+    if (count_.load(std::memory_order_relaxed) == 0 || !contains(owner)) return;
+    restore();
+    forget(owner);
+  }
+
+  template <class Restore>
+  void after_failure(const std::string& owner, const Error& e, Restore&& restore) noexcept {
+    if (e.kind() == Error::Kind::kConnect) {
+      remember(owner);
+      return;
+    }
+    if (!outcome_unknown(e)) return;
+    try {
+      restore();
+      forget(owner);
+    } catch (...) {
+      remember(owner);
+    }
+  }
+
+  bool contains(const std::string& owner) const {
+    std::lock_guard g(mu_);
+    return owners_.count(owner) > 0;
+  }
+
+ private:
+  void remember(const std::string& owner) noexcept {
+    try {
+      std::lock_guard g(mu_);
+      if (owners_.insert(owner).second) count_.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      // Out of memory: the extra hold, if any, expires with its lease.
+    }
+  }
+  void forget(const std::string& owner) {
+    std::lock_guard g(mu_);
+    if (owners_.erase(owner) > 0) count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  mutable std::mutex mu_;
+  std::unordered_set<std::string> owners_;
+  std::atomic<std::size_t> count_{0};  // owners_.size(), readable without the mutex
 };
 
 }  // namespace locklab::redis::detail

@@ -12,26 +12,54 @@ namespace locklab::redis {
 namespace {
 
 // KEYS[1] lock hash, KEYS[2] (fenced only) the token counter; ARGV[1]
-// lease ms, ARGV[2] owner, ARGV[3] (fenced only) '1' if the caller has no
-// token for this owner. {1, hold count[, token]} if acquired or re-entered
-// (a token when fenced and the hold is outermost or the caller has none),
-// else {0, PTTL}. A lease outside [1, kMaxDuration] is refused before any
-// write: Redis would refuse the PEXPIRE only after HINCRBY had created the
-// hash, leaving a lock without a TTL that nobody could ever take.
+// lease ms, ARGV[2] owner, ARGV[3] the hold count the caller records for
+// this owner (0: a new hold; > 0: a re-entry), ARGV[4] (fenced only) '1' if
+// the caller has no token for this owner. {1, hold count[, token]} if
+// acquired or re-entered (a token when fenced and the hold is outermost or
+// the caller has none), {0, PTTL} if another owner holds it, {-1, 1 if
+// another owner holds it now else 0} for a re-entry whose hold is gone: a
+// re-entry is granted only while the owner's field still exists, never
+// turned into a new hold behind the caller's back. A lease outside
+// [1, kMaxDuration] is refused before any write: Redis would refuse the
+// PEXPIRE only after HINCRBY had created the hash, leaving a lock without a
+// TTL that nobody could ever take.
 const Script kAcquire("pub_sub_lock.acquire", R"lua(
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > )lua" + std::to_string(detail::kMaxDuration.count()) + R"lua( then
   return redis.error_reply('ERR pub_sub_lock.acquire: lease out of range: ' .. ARGV[1])
 end
+if tonumber(ARGV[3]) > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return {-1, redis.call('exists', KEYS[1])}
+end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if KEYS[2] and (n == 1 or ARGV[3] == '1') then
+  if KEYS[2] and (n == 1 or ARGV[4] == '1') then
     return {1, n, redis.call('incr', KEYS[2])}
   end
   return {1, n}
 end
 return {0, redis.call('pttl', KEYS[1])}
+)lua");
+
+// After a command with an unknown outcome. KEYS[1] lock hash; ARGV[1]
+// owner, ARGV[2] the hold count the caller records, ARGV[3] channel. Brings
+// the owner's field down to that count if the server counts more (a lost
+// acquire or re-entry reply, a lost release): deleted at 0, and with it the
+// key and a release message (pcall: a refused PUBLISH must not undo the
+// report) when no other field is left. Never raises a
+// count or re-creates a hold. Returns the field's count before (0: none).
+const Script kRestore("pub_sub_lock.restore", R"lua(
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
+local want = tonumber(ARGV[2])
+if n <= want then return n end
+if want > 0 then
+  redis.call('hset', KEYS[1], ARGV[1], want)
+  return n
+end
+redis.call('hdel', KEYS[1], ARGV[1])
+if redis.call('exists', KEYS[1]) == 0 then redis.pcall('publish', ARGV[3], '0') end
+return n
 )lua");
 
 // KEYS[1] lock hash; ARGV[1] owner, ARGV[2] channel. Remaining hold count
@@ -102,24 +130,51 @@ PubSubLock::~PubSubLock() {
   if (async_worker_.joinable()) async_worker_.join();
 }
 
+void PubSubLock::restore(const std::string& owner, std::int64_t want) {
+  (void)detail::eval_source(client_, kRestore, {name_}, {owner, std::to_string(want), channel_});
+}
+
 PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::milliseconds lease) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  const auto effective = effective_lease(lease);
-  Reply r = options_.fenced ? client_.eval(kAcquire, {name_, fence_key_},
-                                            {std::to_string(effective.count()), owner,
-                                             tokens_.count(owner) > 0 ? "0" : "1"})
-                             : client_.eval(kAcquire, {name_}, {std::to_string(effective.count()), owner});
+  auto undo = [&] { restore(owner, holds_.count(owner)); };
+  doubts_.settle(owner, undo);
+  const std::int64_t held = holds_.count(owner);
+  const auto effective = std::to_string(effective_lease(lease).count());
+  Reply r = doubts_.guard(
+      owner,
+      [&] {
+        return options_.fenced ? client_.eval(kAcquire, {name_, fence_key_},
+                                              {effective, owner, std::to_string(held),
+                                               tokens_.count(owner) > 0 ? "0" : "1"})
+                               : client_.eval(kAcquire, {name_}, {effective, owner, std::to_string(held)});
+      },
+      undo);
   const auto& parts = r.as_array();
   if (parts.size() != 2 && parts.size() != 3) {
     r.unexpected("2 or 3 elements");
   }
-  if (parts[0].as_integer() == 1) {
+  const std::int64_t verdict = parts[0].as_integer();
+  if (verdict == -1) lose(owner, held, parts[1].as_integer() == 1);  // a re-entry found its hold gone
+  if (verdict == 1) {
     if (parts.size() == 3) tokens_.set(owner, parts[2].as_integer());  // a new outermost hold
     holds_.set(owner, parts[1].as_integer());
     if (lease.count() == 0) watch(owner);
     return {true, 0};
   }
   return {false, parts[1].as_integer()};
+}
+
+void PubSubLock::lose(const std::string& owner, std::int64_t owed, bool taken_by_other) {
+  holds_.set(owner, 0);
+  tokens_.set(owner, 0);
+  unwatch(owner);
+  if (owed > 0) {
+    std::lock_guard g(lost_mu_);
+    LostHolds& l = lost_[owner];
+    l.owed += owed;
+    l.taken_by_other = taken_by_other;
+  }
+  throw LockLost(name_, taken_by_other);
 }
 
 bool PubSubLock::try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
@@ -175,26 +230,39 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
 
 void PubSubLock::unlock() {
   const std::string owner = client_.thread_owner();
-  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
-  std::int64_t left = 0;
-  try {
-    left = client_.eval(kRelease, {name_}, {owner, channel_}).as_integer();
-    if (left == kReleasedUnpublished) {
-      unpublished_.fetch_add(1, std::memory_order_relaxed);
-      left = 0;
+  const std::int64_t held = holds_.count(owner);
+  if (held == 0) {
+    // An outer hold whose lease was lost (found by a re-entry or an inner
+    // unlock) is still owed its unlock: report the loss again, typed, with
+    // no round trip. Anything else is a non-holder's unlock.
+    std::unique_lock g(lost_mu_);
+    auto it = lost_.find(owner);
+    if (it == lost_.end()) {
+      g.unlock();
+      detail::throw_not_owner(name_);
     }
-  } catch (...) {
-    holds_.set(owner, 0);
+    const bool taken = it->second.taken_by_other;
+    if (--it->second.owed == 0) lost_.erase(it);
+    throw LockLost(name_, taken);
+  }
+  // This unlock counts, whatever the server says next: the record goes down
+  // first, so a restore after an unknown outcome aims at the new count.
+  holds_.set(owner, held - 1);
+  if (held == 1) {
     tokens_.set(owner, 0);
     unwatch(owner);
-    throw;
   }
-  if (left < 0) {
-    holds_.set(owner, 0);
-    tokens_.set(owner, 0);
-    unwatch(owner);
-    throw LockLost(name_, left == -2);
+  // A previous unknown outcome first: the server back to `held` (if this
+  // fails, the doubt stays and its restore aims at held - 1).
+  doubts_.settle(owner, [&] { restore(owner, held); });
+  std::int64_t left = doubts_.guard(
+      owner, [&] { return client_.eval(kRelease, {name_}, {owner, channel_}).as_integer(); },
+      [&] { restore(owner, holds_.count(owner)); });
+  if (left == kReleasedUnpublished) {  // released; only the wake-up was refused
+    unpublished_.fetch_add(1, std::memory_order_relaxed);
+    left = 0;
   }
+  if (left < 0) lose(owner, held - 1, left == -2);
   holds_.set(owner, left);
   if (left == 0) {
     tokens_.set(owner, 0);

@@ -6,7 +6,9 @@
 // ------------
 // State in Redis: a hash at <name>, one field per owner token (Client::
 // thread_owner()) holding that owner's hold count, with a TTL (the lease).
-//   acquire script (1 round trip):
+//   acquire script (1 round trip), given the count this object records:
+//     re-entry (recorded count > 0) and no field of mine: return lost
+//                                      (the lease ran out: LockLost, below)
 //     if no key or the key has my field: HINCRBY name me 1; PEXPIRE name
 //     lease; return acquired          (reentrant: the count goes up)
 //     else return PTTL name            (how long the holder's lease runs)
@@ -80,11 +82,42 @@
 // --------
 // - Reentrancy: the holder may lock again (1 round trip, renews the
 //   lease); it must unlock as many times. hold_count() is this thread's.
-// - unlock() by a thread that does not hold it (per this object's record):
-//   std::system_error(operation_not_permitted); nothing is sent.
+// - A re-entry (lock() / try_lock*() / try_lock_async by a thread this
+//   object records as holding) after the lease ran out: the script finds
+//   the owner's field gone and grants nothing, and the call throws LockLost
+//   at once (no waiting; taken_by_other() when another owner holds the key
+//   now). It never starts a new hold in the outer section's place, whose
+//   inner unlock() would free the lock under the outer section, and never
+//   waits to take the key back from its new owner. The hold record is
+//   cleared: hold_count() is 0 and the next lock() is a new, outermost
+//   acquisition.
 // - unlock() after the lease expired (the field is gone): LockLost;
-//   taken_by_other() when another owner holds the key now. This thread's
-//   holds are all forgotten.
+//   taken_by_other() when another owner holds the key now. The hold record
+//   is cleared as above.
+// - The outer holds of a lost lease: each of their unlock() calls still to
+//   come throws LockLost as well (taken_by_other() as when the loss was
+//   found), with no round trip, so every critical section the loss cut
+//   short is told, each once. Holds taken after the loss are unlocked
+//   first (they nest inside), normally. Then unlock() is a non-holder's.
+// - unlock() by a thread that does not hold it (per this object's record,
+//   and owing no unlock of a lost hold): std::system_error
+//   (operation_not_permitted); nothing is sent.
+// - An attempt or release that fails with an unknown outcome (redis::Error
+//   kTimeout or kIo: the server may have run it and the reply was lost):
+//   the error propagates, and first (so at most one command_timeout later)
+//   the lock restores the server to this object's record with one
+//   owner-checked script (its source sent with EVAL, so no script load is
+//   needed): the owner's count is brought down to the recorded one; at 0
+//   the field goes, and with the last field the key, publishing as a
+//   release would. So a lost acquire reply leaves no hold that the next
+//   lock() would re-enter at count 2 and one unlock() leave behind (for the
+//   watchdog to renew for ever). If the restore fails too, or the command
+//   failed with kConnect (it never reached the server), it runs before this
+//   thread's next acquire or release through this object (which throws
+//   its redis::Error while it keeps failing); meanwhile a hold nobody
+//   records lasts at most its lease (the watchdog renews recorded holds
+//   only). An unlock() that throws redis::Error still counts: the record
+//   goes down by one either way.
 // - try_lock(), try_lock_for(<= 0), a past try_lock_until: one attempt and no
 //   subscription at all (no SUBSCRIBE is ever sent: the drained thread pool's
 //   cure for an exhausted worker pool). A false return from a timed try comes
@@ -119,12 +152,12 @@
 // hold count it writes is 1 (an outermost acquisition, including one after
 // a lost lease), and returns the token with the count: no extra round trip.
 // Re-entry issues none: token() is the token of the outermost acquisition
-// until the final unlock. (If this object has no token for a thread that
-// re-enters — its previous unlock failed with redis::Error, so the record
-// was dropped while the server still held its field — the script issues a
-// fresh one: it is taken while the hold is live, so it still orders after
-// every earlier holder.) try_lock_async's acquisition records the token for
-// the calling thread. Off by default: no counter key.
+// until the final unlock. (If this object has no token for a thread whose
+// field the server still holds — another PubSubLock object on the same name
+// took it — the script issues a fresh one: it is taken while the hold is
+// live, so it still orders after every earlier holder.) try_lock_async's
+// acquisition records the token for the calling thread. Off by default: no
+// counter key.
 //
 // What it costs: 2 round trips per uncontended lock/unlock; in steady
 // contention 2 per acquisition when waiters queue in the process, 3 for a
@@ -150,6 +183,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "distributed/client.hpp"
 #include "distributed/lock_support.hpp"
@@ -180,7 +214,8 @@ class PubSubLock {
   PubSubLock(const PubSubLock&) = delete;
   PubSubLock& operator=(const PubSubLock&) = delete;
 
-  // Waits without a time limit (re-entry if held). Throws redis::Error.
+  // Waits without a time limit (re-entry if held). Throws redis::Error, or
+  // LockLost for a re-entry whose hold is gone (see the essay).
   void lock() { (void)acquire(Clock::time_point::max(), lease_ms()); }
   // One attempt, no subscription.
   bool try_lock() { return acquire(Clock::now(), lease_ms()); }
@@ -204,7 +239,8 @@ class PubSubLock {
   std::future<bool> try_lock_async(std::chrono::milliseconds wait, std::chrono::milliseconds lease);
 
   // Pre: held by this thread. Decrements; at zero deletes and publishes.
-  // std::system_error / LockLost / redis::Error as in the essay.
+  // std::system_error / LockLost / redis::Error as in the essay (LockLost
+  // also for each outer hold of a lost lease, without a round trip).
   void unlock();
 
   // This thread's hold count as this object records it (0: not held).
@@ -248,6 +284,12 @@ class PubSubLock {
   // One acquire script; on success records the hold and, in watchdog mode
   // (lease 0), starts watching the owner.
   Attempt attempt(const std::string& owner, std::chrono::milliseconds lease);
+  // The restore script: the server's count for `owner` brought down to
+  // `want` (see "Unknown outcomes" in the essay).
+  void restore(const std::string& owner, std::int64_t want);
+  // The hold was found gone: forget it, owe `owed` outer unlocks a
+  // LockLost each, and throw LockLost.
+  [[noreturn]] void lose(const std::string& owner, std::int64_t owed, bool taken_by_other);
   // The lease an acquisition with `lease` takes (0: the watchdog's).
   std::chrono::milliseconds effective_lease(std::chrono::milliseconds lease) const noexcept {
     return lease.count() > 0 ? lease : options_.watchdog_lease;
@@ -264,6 +306,14 @@ class PubSubLock {
   Options options_;
   detail::LocalHolds holds_;
   detail::LocalHolds tokens_;  // fenced: owner -> token of its outermost hold (one number per owner)
+  detail::InDoubt doubts_;     // owners whose last attempt or release had an unknown outcome
+  // Outer holds of a lost lease whose unlock() is still to come.
+  struct LostHolds {
+    std::int64_t owed = 0;
+    bool taken_by_other = false;
+  };
+  std::mutex lost_mu_;
+  std::unordered_map<std::string, LostHolds> lost_;  // guarded by lost_mu_
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> skipped_{0};

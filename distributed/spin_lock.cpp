@@ -61,12 +61,18 @@ bool SpinLock::attempt(const std::string& owner) {
   return !r.is_nil();
 }
 
+void SpinLock::restore(const std::string& owner) {
+  (void)detail::eval_source(client_, compare_and_delete_script(), {name_}, {owner});
+}
+
 bool SpinLock::acquire_until(Clock::time_point deadline) {
   const std::string owner = client_.thread_owner();
   if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
+  auto undo = [&] { restore(owner); };
+  doubts_.settle(owner, undo);
   double interval_ms = static_cast<double>(options_.retry_interval.count());
   for (;;) {
-    if (attempt(owner)) {
+    if (doubts_.guard(owner, [&] { return attempt(owner); }, undo)) {
       holds_.set(owner, 1);
       return true;
     }
@@ -87,7 +93,9 @@ void SpinLock::unlock() {
   if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
-  const std::int64_t r = client_.eval(compare_and_delete_script(), {name_}, {owner}).as_integer();
+  const std::int64_t r = doubts_.guard(
+      owner, [&] { return client_.eval(compare_and_delete_script(), {name_}, {owner}).as_integer(); },
+      [&] { restore(owner); });
   if (r != 1) throw LockLost(name_, r == -1);
 }
 

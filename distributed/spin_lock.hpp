@@ -51,8 +51,18 @@
 //   deadline: the last attempt is made at the deadline.
 // - Redis unreachable, killed or slow: redis::Error from the attempt that
 //   failed (kConnect / kIo / kTimeout), within the Client's timeouts; never a
-//   hang past them. unlock() that throws redis::Error also forgets the hold:
-//   the key expires with its lease.
+//   hang past them. unlock() that throws redis::Error also forgets the hold.
+// - An attempt or release that fails with an unknown outcome (kTimeout or
+//   kIo: the server may have run it and the reply was lost): before the
+//   error propagates (so at most one command_timeout later), the
+//   compare-and-delete runs once more for this thread's token (its source
+//   sent with EVAL: no script load needed), so a SET that ran unseen leaves
+//   no hold that blocks this thread's next lock(), and everyone else, until
+//   the lease ends. If that fails too, or the command failed with kConnect
+//   (it never reached the server), it runs before this thread's next
+//   acquire or release through this object (which throws its redis::Error
+//   while it keeps failing); meanwhile the key expires with its lease.
+//   (Tested for every lock in tests/distributed/redis_lock_outcomes.hpp.)
 // - A key of another type under `name` (e.g. a hash): SET NX fails, so the
 //   lock looks held (acquire times out); unlock() would get Error(kServer)
 //   WRONGTYPE from the server.
@@ -142,6 +152,8 @@ class SpinLock {
   using Clock = std::chrono::steady_clock;
   bool acquire_until(Clock::time_point deadline);
   bool attempt(const std::string& owner);
+  // After an unknown outcome: delete the key if it holds this owner's token.
+  void restore(const std::string& owner);
 
   Client& client_;
   std::string name_;
@@ -149,6 +161,7 @@ class SpinLock {
   Options options_;
   detail::LocalHolds holds_;
   detail::LocalHolds tokens_;  // fenced: owner -> token of its hold (one number per owner)
+  detail::InDoubt doubts_;     // owners whose last SET or release had an unknown outcome
   std::atomic<std::uint64_t> attempts_{0};
 };
 

@@ -296,6 +296,135 @@ TEST_F(PubSubLockTest, UnlockAfterTheLeaseExpiredIsLockLostAndDeletesNothing) {
   EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 1) << "the other owner's hash was deleted";
 }
 
+// A re-entry asks Redis whether this owner still holds the key: a hold
+// whose lease ran out is reported, never silently replaced by a new one
+// (whose inner unlock() would end the outer critical section's "hold").
+TEST_F(PubSubLockTest, RelockingAfterTheLeaseRanOutIsLockLostNotANewHold) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  std::this_thread::sleep_for(450ms);  // the lease runs out; nobody takes it
+  try {
+    lock.lock();
+    FAIL() << "the re-entry after the lease ran out returned: a new hold the outer section knows nothing of";
+  } catch (const LockLost& e) {
+    EXPECT_FALSE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "the refused re-entry created a hold";
+  EXPECT_EQ(lock.hold_count(), 0);
+}
+
+TEST_F(PubSubLockTest, RelockingAfterAnotherOwnerTookTheLockIsLockLostWithoutADoubleGrant) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  std::this_thread::sleep_for(450ms);  // the lease runs out; another client takes it
+  Client other_client(options());
+  PubSubLock other(other_client, key(), leased(10s));
+  ASSERT_TRUE(other.try_lock());
+  try {
+    (void)lock.try_lock_for(500ms);
+    FAIL() << "the re-entry returned instead of reporting that the outer hold is gone";
+  } catch (const LockLost& e) {
+    EXPECT_TRUE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"HGET", key(), other_client.thread_owner()}).as_string(), "1")
+      << "the other owner's hold was changed";
+  EXPECT_TRUE(client().command({"HGET", key(), client().thread_owner()}).is_nil()) << "both hold it";
+  EXPECT_EQ(lock.hold_count(), 0);
+  other.unlock();
+}
+
+// After a re-entry found the hold gone, each outer hold's unlock() throws
+// LockLost too (no round trip), then unlock() is a non-holder's again; the
+// lock takes new holds at any point, nested ones included.
+TEST_F(PubSubLockTest, AfterARelockFoundTheHoldGoneEachOuterUnlockIsLockLostAndTheLockWorksAgain) {
+  PubSubLock lock(client(), key(), leased(200ms));
+  lock.lock();
+  lock.lock();  // two outer holds
+  std::this_thread::sleep_for(450ms);
+  EXPECT_THROW(lock.lock(), LockLost);
+  // A new hold inside the outer sections: an ordinary outermost acquisition.
+  lock.lock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  EXPECT_EQ(client().command({"HGET", key(), client().thread_owner()}).as_string(), "1");
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+  const auto before = client().round_trips();
+  for (int outer = 0; outer < 2; ++outer) {
+    try {
+      lock.unlock();
+      FAIL() << "outer unlock " << outer << " returned normally";
+    } catch (const LockLost& e) {
+      EXPECT_FALSE(e.taken_by_other());
+    }
+  }
+  EXPECT_EQ(client().round_trips(), before) << "an owed unlock sent a command";
+  try {
+    lock.unlock();
+    FAIL() << "a third unlock returned normally";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::operation_not_permitted);
+  }
+  lock.lock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+}
+
+TEST_F(PubSubLockTest, AfterAnInnerUnlockFoundTheHoldGoneTheOuterUnlockIsLockLostToo) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  lock.lock();
+  client().command({"DEL", key()});  // e.g. an operator, or a failover that lost it
+  EXPECT_THROW(lock.unlock(), LockLost);
+  EXPECT_EQ(lock.hold_count(), 0);
+  try {
+    lock.unlock();
+    FAIL() << "the outer unlock returned normally";
+  } catch (const LockLost& e) {
+    EXPECT_FALSE(e.taken_by_other());
+  }
+  EXPECT_THROW(lock.unlock(), std::system_error) << "every owed unlock was made";
+}
+
+// The watchdog variant of the lost acquire reply (the shared fault suite
+// runs PubSubLock with a fixed lease): the owner's next lock() must not
+// re-enter a hold nobody knows of, which one unlock() would leave to the
+// watchdog to renew for ever.
+TEST_F(PubSubLockTest, ALostAcquireReplyInWatchdogModeLeavesNoHoldForTheWatchdog) {
+  PubSubLock::Options o;  // watchdog mode
+  o.watchdog_lease = 900ms;
+  o.fenced = true;        // the token counter shows that the server ran the lost acquire
+  Client owner_client(impatient_options());
+  PubSubLock lock(owner_client, key(), o);
+  lock.lock();
+  lock.unlock();  // loads the scripts
+  ASSERT_TRUE(lose_the_reply([&] { lock.lock(); }));
+  ASSERT_TRUE(eventually([&] { return FencingTokens(client(), key()).current() == 2; }, 5s))
+      << "the server did not run the lost acquire";
+  ASSERT_TRUE(lock.try_lock_for(2s));
+  EXPECT_EQ(client().command({"HGET", key(), owner_client.thread_owner()}).as_string(), "1");
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "a hold survived the unlock, renewed by the watchdog";
+}
+
+// A lost re-entry reply: the server counts 2, the owner records 1. The
+// restore brings the server back to 1, so the owner's one unlock() frees it.
+TEST_F(PubSubLockTest, ALostReentryReplyLeavesTheServerCountingWhatTheOwnerRecords) {
+  Client owner_client(impatient_options());
+  PubSubLock lock(owner_client, key(), leased(10s));
+  lock.lock();
+  ASSERT_TRUE(lose_the_reply([&] { lock.lock(); }));
+  EXPECT_EQ(lock.hold_count(), 1);
+  // The server ran the lost re-entry as the sleep ended (a command sent now
+  // is served after it); then its count must come back to the owner's.
+  EXPECT_EQ(client().command({"PING"}).as_string(), "PONG");
+  EXPECT_TRUE(eventually(
+      [&] { return client().command({"HGET", key(), owner_client.thread_owner()}).as_string() == "1"; }, 5s))
+      << "the server counts more holds than the owner records";
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0) << "the owner's one unlock() left a hold behind";
+}
+
 TEST_F(PubSubLockTest, UnlockByANonHolderIsOperationNotPermittedAndSendsNothing) {
   PubSubLock lock(client(), key(), leased(10s));
   lock.lock();
@@ -496,8 +625,10 @@ TEST_F(PubSubLockTest, FencedReentryKeepsTheOutermostTokenAndEachNewHoldTakesANe
   lapsing.lock();
   EXPECT_EQ(lapsing.token(), 1);
   std::this_thread::sleep_for(120ms);
+  EXPECT_THROW(lapsing.lock(), LockLost) << "a re-entry asks Redis, and the hold is gone";
+  EXPECT_THROW(lapsing.unlock(), LockLost) << "the outer hold's unlock reports the loss too";
   lapsing.lock();
-  EXPECT_EQ(lapsing.hold_count(), 1) << "the server's count, not 2";
+  EXPECT_EQ(lapsing.hold_count(), 1);
   EXPECT_EQ(lapsing.token(), 2);
   lapsing.unlock();
 }

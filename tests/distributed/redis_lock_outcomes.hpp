@@ -14,6 +14,12 @@
 //   - a user without pub/sub permission releases normally.
 // A lock joins with RedisLockOutcomeTraits<L>::leased (its Options with a
 // given lease) and one INSTANTIATE_TYPED_TEST_SUITE_P line.
+//
+// A second suite, RedisLockFaultOutcomes, holds every Redis lock, reentrant
+// or not (PubSubLock too), to what a production fault must not leave behind:
+//   - an acquire whose reply was lost (the server ran it, the client gave up
+//     with a timeout) leaves no hold: other owners can take the lock at once,
+//     not after the lease, and the owner's next lock() + one unlock() free it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,6 +32,7 @@
 #include <system_error>
 #include <thread>
 
+#include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/lock_support.hpp"
 #include "tests/distributed/redis_test_support.hpp"
@@ -173,5 +180,41 @@ REGISTER_TYPED_TEST_SUITE_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockL
                             ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsNothing,
                             AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack,
                             UnlockByAUserWithoutChannelPermissionReleasesTheLock);
+
+template <class L>
+class RedisLockFaultOutcomes : public RedisTest {};
+
+TYPED_TEST_SUITE_P(RedisLockFaultOutcomes);
+
+// The server runs the acquire, the reply never reaches the client: a
+// client with a short read timeout sends it while the server is busy (DEBUG
+// SLEEP from another connection), gives up, and the server runs it later.
+TYPED_TEST_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind) {
+  auto o = RedisLockOutcomeTraits<TypeParam>::leased(10s);
+  o.fenced = true;  // the token counter shows whether the server ran the lost acquire
+  Client client(this->impatient_options());
+  TypeParam lock(client, this->key(), o);
+  lock.lock();
+  lock.unlock();  // loads the scripts: the command lost below is the acquire itself
+  ASSERT_TRUE(this->lose_the_reply([&] { lock.lock(); }));
+  FencingTokens counter(this->client(), this->key());
+  ASSERT_TRUE(eventually([&] { return counter.current() == 2; }, 5s))
+      << "the server did not run the lost acquire (token counter " << counter.current() << ")";
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+  // Another owner takes it at once, not after the 10 s lease.
+  std::thread([&] {
+    EXPECT_TRUE(lock.try_lock()) << "the lost acquire left a hold behind";
+    if (lock.is_held_by_current_thread()) lock.unlock();
+  }).join();
+  // The owner's next lock() and one unlock() leave it free.
+  ASSERT_TRUE(lock.try_lock_for(2s)) << "the lost acquire's hold blocks its own owner";
+  lock.unlock();
+  std::thread([&] {
+    EXPECT_TRUE(lock.try_lock()) << "one lock() + unlock() after the lost acquire left a hold behind";
+    if (lock.is_held_by_current_thread()) lock.unlock();
+  }).join();
+}
+
+REGISTER_TYPED_TEST_SUITE_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind);
 
 }  // namespace locklab::redis::testing

@@ -1,10 +1,12 @@
 // The shared outcome contract (redis_lock_outcomes.hpp) for every
 // non-reentrant Redis lock. PubSubLock is reentrant: its relock and unlock
-// outcomes differ and stay in pub_sub_lock_test.cpp.
+// outcomes differ and stay in pub_sub_lock_test.cpp. The fault outcomes
+// hold for every lock, PubSubLock included.
 #include "tests/distributed/redis_lock_outcomes.hpp"
 
 #include "distributed/adaptive_lock.hpp"
 #include "distributed/fair_lock.hpp"
+#include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
 
 namespace locklab::redis::testing {
@@ -12,6 +14,9 @@ namespace {
 
 using NonReentrantRedisLocks = ::testing::Types<SpinLock, AdaptiveLock, FairLock>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, RedisLockOutcomes, NonReentrantRedisLocks);
+
+using AllRedisLocks = ::testing::Types<SpinLock, AdaptiveLock, FairLock, PubSubLock>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Redis, RedisLockFaultOutcomes, AllRedisLocks);
 
 }  // namespace
 }  // namespace locklab::redis::testing

@@ -119,9 +119,60 @@ void expect_error(F&& f, Error::Kind kind, const std::vector<std::string>& menti
   }
 }
 
+// Makes the test's server busy for `busy` (DEBUG SLEEP from a connection of
+// its own, on a thread) and returns once it is: a probe PING with a short
+// timeout went unanswered. A command sent while this object lives is queued
+// by the server and run when the sleep ends; a client with a command_timeout
+// shorter than what is left of `busy` has given up on its reply by then: the
+// reply of a command that did run is lost. The destructor waits for the
+// sleep to end. confirmed() is false if the server never looked busy (the
+// test cannot reproduce its fault and should say so).
+class BusyServer {
+ public:
+  BusyServer(Client::Options options, std::chrono::milliseconds busy) {
+    Client::Options probe_options = options;
+    probe_options.command_timeout = 50ms;
+    Client probe(probe_options);
+    options.command_timeout = busy + 10s;
+    sleeper_ = std::make_unique<Client>(options);
+    const std::string seconds = std::to_string(std::chrono::duration<double>(busy).count());
+    thread_ = std::thread([this, seconds] {
+      try {
+        sleeper_->command({"DEBUG", "SLEEP", seconds});
+      } catch (const Error&) {
+        // DEBUG refused: confirmed() stays false and the test says so.
+      }
+    });
+    for (int i = 0; i < 200 && !confirmed_; ++i) {
+      try {
+        probe.command({"PING"});
+        std::this_thread::sleep_for(1ms);
+      } catch (const Error& e) {
+        confirmed_ = e.kind() == Error::Kind::kTimeout;
+      }
+    }
+  }
+  ~BusyServer() { thread_.join(); }
+  BusyServer(const BusyServer&) = delete;
+  BusyServer& operator=(const BusyServer&) = delete;
+  bool confirmed() const { return confirmed_; }
+
+ private:
+  std::unique_ptr<Client> sleeper_;
+  std::thread thread_;
+  bool confirmed_ = false;
+};
+
 class RedisTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<EmbeddedServer>(); }
+  // DEBUG is enabled on the tests' server: lose_the_reply() makes it busy
+  // with DEBUG SLEEP (a fault injector; EmbeddedServer refuses DEBUG unless
+  // asked, see embedded_server.hpp).
+  static void SetUpTestSuite() {
+    EmbeddedServer::Options o;
+    o.enable_debug_command = true;
+    server_ = std::make_unique<EmbeddedServer>(o);
+  }
   static void TearDownTestSuite() { server_.reset(); }
 
   void SetUp() override {
@@ -137,6 +188,34 @@ class RedisTest : public ::testing::Test {
     o.connect_timeout = 500ms;
     o.command_timeout = 2s;
     return o;
+  }
+  // A client that gives up on a reply after 200 ms: well under the 800 ms
+  // a lose_the_reply() keeps the server busy.
+  static Client::Options impatient_options() {
+    Client::Options o = options();
+    o.command_timeout = 200ms;
+    return o;
+  }
+  // Runs `call`, one lock operation through an impatient_options() client,
+  // while the server is busy (BusyServer): the client gives up on its reply
+  // and the server runs the command as the sleep ends, when this returns (a
+  // command sent afterwards is served after it; the restore a lock sends on
+  // a new connection may come later still: wait for effects with
+  // eventually()). Fails the assertion when the
+  // fault was not reproduced, or `call` failed otherwise.
+  template <class Call>
+  static ::testing::AssertionResult lose_the_reply(Call call) {
+    BusyServer busy(options(), 800ms);
+    if (!busy.confirmed()) {
+      return ::testing::AssertionFailure() << "the server never looked busy: the lost reply was not reproduced";
+    }
+    try {
+      call();
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::kTimeout || e.kind() == Error::Kind::kIo) return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << "failed with another error: " << e.what();
+    }
+    return ::testing::AssertionFailure() << "the reply arrived: the lost reply was not reproduced";
   }
   static EmbeddedServer& server() { return *server_; }
   Client& client() { return *client_; }
