@@ -154,9 +154,10 @@ void Client::drop_inherited_connections() {
 // destroying it would join a thread that is not there (std::thread cannot
 // be joined or detached in the child). So it is set aside, never destroyed:
 // kept reachable (so leak checkers do not report it) for the child's
-// lifetime. Its pub/sub socket stays open, unused, in the child.
+// lifetime, with the child's copies of its descriptors closed.
 void Client::abandon_inherited_subscriber() {
   if (!subscriber_ || subscriber_pid_ == ::getpid()) return;
+  subscriber_->close_descriptors_in_forked_child();
   static auto* const set_aside = new std::vector<std::unique_ptr<Subscriber>>;  // never freed: see above
   set_aside->push_back(std::move(subscriber_));
 }

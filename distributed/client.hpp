@@ -66,8 +66,9 @@
 //   parent holds it);
 // - subscriber() starts a new Subscriber: the parent's one has no reader
 //   thread in the child. It is set aside, never destroyed (its thread can
-//   be neither joined nor detached there), and its socket stays open,
-//   unused, until the child exits.
+//   be neither joined nor detached there), with the child's copies of its
+//   descriptors closed, nothing sent (UNSUBSCRIBE would unsubscribe the
+//   parent's connection).
 // What the child may do: use the Client (commands, scripts, pipelines,
 // subscriber()) and build new lock objects on it. What it may not: fork
 // while another thread is inside a call on this Client (only the forking

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <filesystem>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -297,7 +299,12 @@ TEST_F(ClientTest, AForkedChildStartsASubscriberOfItsOwn) {
   ASSERT_TRUE(parent_subscription.has_value());
   Subscriber* parent_subscriber = client().subscriber_if_started();
   const int status = run_in_forked_child([&] {
+    const auto open_descriptors = [] {
+      return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+    };
+    const auto inherited = open_descriptors();
     EXPECT_EQ(client().subscriber_if_started(), nullptr) << "the parent's Subscriber is not the child's";
+    EXPECT_EQ(open_descriptors(), inherited - 2) << "the child's copies of the pub/sub socket and eventfd stay open";
     Subscriber& mine = client().subscriber();
     EXPECT_NE(&mine, parent_subscriber);
     EXPECT_TRUE(mine.subscribe(key("channel"), Clock::now() + 2s).has_value());
