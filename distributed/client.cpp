@@ -1,5 +1,7 @@
 #include "distributed/client.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <random>
@@ -94,7 +96,8 @@ std::optional<Client::Options> Client::Options::from_env() {
   return o;
 }
 
-Client::Client(Options options) : options_(std::move(options)), id_(random_id()) {
+Client::Client(Options options)
+    : options_(std::move(options)), id_(random_id()), id_pid_(::getpid()), pool_pid_(id_pid_) {
   if (options_.port < 1 || options_.port > 65535) throw std::invalid_argument("Client: port out of range");
   if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0) {
     throw std::invalid_argument("Client: connect_timeout and command_timeout must be positive");
@@ -111,13 +114,53 @@ Client::Client(Options options) : options_(std::move(options)), id_(random_id())
 Client::~Client() {
   {
     std::lock_guard g(subscriber_mu_);
+    abandon_inherited_subscriber();
     subscriber_.reset();
   }
   std::lock_guard g(pool_mu_);
   idle_.clear();
 }
 
-std::string Client::thread_owner() const { return id_ + ":" + std::to_string(this_thread_number()); }
+// After fork() the child is a new owner: were it to keep the parent's id,
+// every thread_owner() string of the forking thread would be the parent's,
+// and the child could re-enter or release the parent's holds.
+std::string Client::id() const {
+  std::lock_guard g(id_mu_);
+  if (const pid_t now = ::getpid(); now != id_pid_) {
+    id_ = random_id();
+    id_pid_ = now;
+  }
+  return id_;
+}
+
+std::string Client::thread_owner() const { return id() + ":" + std::to_string(this_thread_number()); }
+
+void Client::drop_inherited_connections() {
+  const pid_t now = ::getpid();
+  if (now == pool_pid_) return;
+  // These sockets are the parent's too. Destroying a Connection calls
+  // redisFree, which closes this process's descriptor and sends nothing
+  // (no QUIT), so the parent's connections stay open and in sync. The
+  // connections other threads had borrowed at the fork stay with those
+  // threads, which do not exist here: only the count is reset.
+  idle_.clear();
+  open_ = 0;
+  ++generation_;
+  pool_pid_ = now;
+}
+
+// A Subscriber started before fork() has a reader thread that the child
+// does not have: waiting on it would wait for replies nobody reads, and
+// destroying it would join a thread that is not there (std::thread cannot
+// be joined or detached in the child). So it is set aside, never destroyed:
+// kept reachable (so leak checkers do not report it) for the child's
+// lifetime, with the child's copies of its descriptors closed.
+void Client::abandon_inherited_subscriber() {
+  if (!subscriber_ || subscriber_pid_ == ::getpid()) return;
+  subscriber_->close_descriptors_in_forked_child();
+  static auto* const set_aside = new std::vector<std::unique_ptr<Subscriber>>;  // never freed: see above
+  set_aside->push_back(std::move(subscriber_));
+}
 
 std::size_t Client::open_connections() const {
   std::lock_guard g(pool_mu_);
@@ -126,6 +169,7 @@ std::size_t Client::open_connections() const {
 
 std::unique_ptr<detail::Connection> Client::take() {
   std::unique_lock g(pool_mu_);
+  drop_inherited_connections();
   const auto deadline = std::chrono::steady_clock::now() + options_.command_timeout;
   for (;;) {
     while (!idle_.empty()) {
@@ -272,12 +316,17 @@ Reply Client::eval(const Script& script, const std::vector<std::string>& keys, c
 
 Subscriber& Client::subscriber() {
   std::lock_guard g(subscriber_mu_);
-  if (!subscriber_) subscriber_ = std::make_unique<Subscriber>(options_);
+  abandon_inherited_subscriber();
+  if (!subscriber_) {
+    subscriber_ = std::make_unique<Subscriber>(options_);
+    subscriber_pid_ = ::getpid();
+  }
   return *subscriber_;
 }
 
 Subscriber* Client::subscriber_if_started() {
   std::lock_guard g(subscriber_mu_);
+  abandon_inherited_subscriber();
   return subscriber_.get();
 }
 

@@ -21,9 +21,10 @@
 //   on first use, multiplexes every channel the process waits on: 50 waiters
 //   on one lock in one process are one SUBSCRIBE, not 50.
 // - Owner identity: id() is 128 random bits from std::random_device, drawn
-//   once per Client; thread_owner() appends a process-unique number for the
-//   calling thread (never reused, unlike std::thread::id). Lock tokens are
-//   these strings: unguessable across clients, distinct across threads.
+//   once per Client (and again in a forked child, see "After fork()");
+//   thread_owner() appends a process-unique number for the calling thread
+//   (never reused, unlike std::thread::id). Lock tokens are these strings:
+//   unguessable across clients, distinct across threads and processes.
 //
 // What it costs
 // -------------
@@ -47,11 +48,46 @@
 // - The client never retries a command by itself: a command whose
 //   connection broke may or may not have run on the server.
 //
+// After fork()
+// ------------
+// A child made by fork() inherits the Client: its pooled sockets, its id and
+// (in the lock objects) its hold records. Left alone, the child's commands
+// would share the parent's server connections (each process could read the
+// other's replies) and the child's thread_owner() would be the parent's, so
+// it could re-enter or release the parent's locks. So the Client checks
+// getpid() (as redis-py's connection pool does), and in the child:
+// - the first command drops the inherited pooled connections, closing the
+//   child's copies of their descriptors and sending nothing on them (no
+//   QUIT: the parent's connections stay open and in sync), then opens its
+//   own on demand;
+// - id() is redrawn (128 new random bits), so thread_owner() differs from
+//   every owner of the parent: a lock the parent holds is another owner's
+//   there (unlock() is the non-holder's error, try_lock fails while the
+//   parent holds it);
+// - subscriber() starts a new Subscriber: the parent's one has no reader
+//   thread in the child. It is set aside, never destroyed (its thread can
+//   be neither joined nor detached there), with the child's copies of its
+//   descriptors closed, nothing sent (UNSUBSCRIBE would unsubscribe the
+//   parent's connection).
+// What the child may do: use the Client (commands, scripts, pipelines,
+// subscriber()) and build new lock objects on it. What it may not: fork
+// while another thread is inside a call on this Client (only the forking
+// thread exists in the child, and a mutex that another thread held stays
+// locked there); use a lock object built in the parent for anything but
+// being refused as a non-owner (it sees none of the parent's holds as its
+// own; a watchdog or a wait needs threads it does not have); destroy, in
+// the child, a lock object whose watchdog thread ran in the parent. End
+// the child with exec or _exit if such objects exist. Cost: one getpid()
+// system call per command and per id() / thread_owner() (well under a
+// microsecond, against a ~30 us round trip).
+//
 // When to use the environment: Client::Options::from_env() reads
 // LOCKLAB_REDIS_URL (redis://[user:password@]host:port[/db]) and takes the
 // password from LOCKLAB_REDIS_PASSWORD if set, so it need not appear on a
 // command line. Tests never use it: they start their own EmbeddedServer.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -168,8 +204,10 @@ class Client {
   Subscriber* subscriber_if_started();
 
   const Options& options() const noexcept { return options_; }
-  // 32 lower-case hex digits (128 random bits), fixed for this Client.
-  const std::string& id() const noexcept { return id_; }
+  // 32 lower-case hex digits (128 random bits), fixed for this Client in
+  // this process: a child made by fork() draws a new one (see "After
+  // fork()"). Returned by value: the child replaces it.
+  std::string id() const;
   // id() + ":" + a number unique to the calling thread within the process.
   std::string thread_owner() const;
 
@@ -190,9 +228,18 @@ class Client {
   void give_back(std::unique_ptr<detail::Connection> c);
   void discard(std::unique_ptr<detail::Connection> c, bool broken);
   LoadedScript sha_for(const Script& script, bool reload);
+  // In a child made by fork() (getpid() differs from pool_pid_): forgets the
+  // inherited connections, closing their descriptors without sending
+  // anything. Pre: pool_mu_ held.
+  void drop_inherited_connections();
+  // In such a child: sets subscriber_ aside without destroying it (see
+  // client.cpp). Pre: subscriber_mu_ held.
+  void abandon_inherited_subscriber();
 
   Options options_;
-  std::string id_;
+  mutable std::mutex id_mu_;
+  mutable std::string id_;  // redrawn by id() in a child made by fork()
+  mutable pid_t id_pid_;    // the process id_ was drawn in
   std::atomic<std::uint64_t> round_trips_{0};
 
   mutable std::mutex pool_mu_;
@@ -200,6 +247,7 @@ class Client {
   std::vector<std::unique_ptr<detail::Connection>> idle_;
   std::size_t open_ = 0;
   std::uint64_t generation_ = 0;  // bumped when a connection breaks
+  pid_t pool_pid_;                // the process the pooled connections belong to
 
   // What every reply says it came from (Reply::origin): one shared string
   // for commands, one per script.
@@ -209,6 +257,7 @@ class Client {
 
   std::mutex subscriber_mu_;
   std::unique_ptr<Subscriber> subscriber_;
+  pid_t subscriber_pid_ = 0;  // the process subscriber_ was started in
 };
 
 }  // namespace locklab::redis

@@ -172,6 +172,14 @@ Subscriber::~Subscriber() {
   ::close(wake_fd_);
 }
 
+void Subscriber::close_descriptors_in_forked_child() noexcept {
+  // No thread but the caller's exists here: the parent's reader left its
+  // last store in memory, and nothing else touches these descriptors.
+  if (const int fd = connection_fd_.exchange(-1, std::memory_order_relaxed); fd >= 0) ::close(fd);
+  ::close(wake_fd_);
+  wake_fd_ = -1;
+}
+
 void Subscriber::wake_reader() noexcept {
   const std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
@@ -265,6 +273,7 @@ void Subscriber::run() {
   const auto reply_bound = options_.command_timeout;
   // Drops the connection; every member is told (kReconnected).
   auto drop = [&] {
+    connection_fd_.store(-1, std::memory_order_relaxed);
     conn.reset();
     sent.clear();
     connection_lost();
@@ -293,6 +302,7 @@ void Subscriber::run() {
         next_retry = Clock::now() + std::chrono::milliseconds(100);
         for (auto& [name, ch] : channels_) ch->state_cv.notify_all();
       } else {
+        connection_fd_.store(conn->fd(), std::memory_order_relaxed);
         last_heard = Clock::now();
       }
       continue;
@@ -432,6 +442,7 @@ void Subscriber::run() {
     }
     if (broken) drop();
   }
+  connection_fd_.store(-1, std::memory_order_relaxed);  // conn closes as this returns
 }
 
 }  // namespace locklab::redis

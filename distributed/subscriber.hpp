@@ -188,6 +188,14 @@ class Subscriber {
   // blocks. nullopt otherwise.
   std::optional<Subscription> join_if_subscribed(const std::string& channel);
 
+  // Only in a child made by fork() from the process that built this object,
+  // where the reader thread does not exist: closes the child's copies of
+  // the pub/sub socket and of the reader's wake-up descriptor, sending
+  // nothing (the parent's connection stays subscribed). Afterwards the
+  // object must be neither used nor destroyed (its std::thread can be
+  // neither joined nor detached there): Client sets it aside.
+  void close_descriptors_in_forked_child() noexcept;
+
   // SUBSCRIBE + UNSUBSCRIBE commands sent so far (each names one channel).
   std::uint64_t commands_sent() const noexcept { return commands_sent_.load(std::memory_order_relaxed); }
   // Messages received so far, on any channel.
@@ -209,6 +217,10 @@ class Subscriber {
 
   Client::Options options_;
   int wake_fd_ = -1;  // eventfd: wakes the reader's poll()
+  // The reader's connection's descriptor, -1 while it has none: set to -1
+  // before the connection is closed, so a child made by fork() at any
+  // moment closes no descriptor number that was already reused.
+  std::atomic<int> connection_fd_{-1};
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <filesystem>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -258,6 +260,58 @@ TEST_F(ClientTest, AKilledServerGivesTypedErrorsAndARestartedOneIsUsedAgain) {
   // No persistence: the restarted server is empty. And no command fails on
   // a pooled connection that the old server's death closed.
   EXPECT_TRUE(client().command({"GET", key()}).is_nil());
+}
+
+// After fork() the child holds copies of the parent's pooled sockets: a
+// command sent on one would interleave with the parent's on the same
+// server connection, and each process could read the other's reply. The
+// child must get connections of its own, a new id (so it owns nothing the
+// parent owns), and leave the parent's connections working.
+TEST_F(ClientTest, AForkedChildGetsANewIdAndConnectionsOfItsOwn) {
+  const std::string parent_id = client().id();
+  const std::string parent_owner = client().thread_owner();
+  // The pool holds one idle connection now; CLIENT ID names it on the server.
+  const std::int64_t parent_connection = client().command({"CLIENT", "ID"}).as_integer();
+  client().command({"SET", key(), "parent"});
+  const int status = run_in_forked_child([&] {
+    EXPECT_NE(client().id(), parent_id) << "the child kept the parent's id";
+    EXPECT_EQ(client().id().size(), 32u);
+    EXPECT_NE(client().thread_owner(), parent_owner);
+    EXPECT_EQ(client().thread_owner().rfind(client().id(), 0), 0u);
+    EXPECT_NE(client().command({"CLIENT", "ID"}).as_integer(), parent_connection)
+        << "the child sent its command on the parent's connection";
+    EXPECT_EQ(client().command({"GET", key()}).as_string(), "parent");
+    client().command({"SET", key(), "child"});
+    EXPECT_EQ(client().open_connections(), 1u) << "the inherited connection is not counted";
+  });
+  EXPECT_EQ(status, 0) << "the forked child's checks failed (its output is above)";
+  EXPECT_EQ(client().id(), parent_id) << "the parent's id does not change";
+  EXPECT_EQ(client().command({"CLIENT", "ID"}).as_integer(), parent_connection)
+      << "the child closed or disturbed the parent's connection";
+  EXPECT_EQ(client().command({"GET", key()}).as_string(), "child");
+}
+
+// A Subscriber's reader thread does not survive fork: the child's
+// subscriber() must be a new one with a thread of its own, or a subscribe
+// there waits for a confirmation nobody reads.
+TEST_F(ClientTest, AForkedChildStartsASubscriberOfItsOwn) {
+  auto parent_subscription = client().subscriber().subscribe(key("channel"), Clock::now() + 2s);
+  ASSERT_TRUE(parent_subscription.has_value());
+  Subscriber* parent_subscriber = client().subscriber_if_started();
+  const int status = run_in_forked_child([&] {
+    const auto open_descriptors = [] {
+      return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+    };
+    const auto inherited = open_descriptors();
+    EXPECT_EQ(client().subscriber_if_started(), nullptr) << "the parent's Subscriber is not the child's";
+    EXPECT_EQ(open_descriptors(), inherited - 2) << "the child's copies of the pub/sub socket and eventfd stay open";
+    Subscriber& mine = client().subscriber();
+    EXPECT_NE(&mine, parent_subscriber);
+    EXPECT_TRUE(mine.subscribe(key("channel"), Clock::now() + 2s).has_value());
+  });
+  EXPECT_EQ(status, 0) << "the forked child's checks failed (its output is above)";
+  EXPECT_EQ(client().subscriber_if_started(), parent_subscriber);
+  EXPECT_TRUE(client().subscriber().subscribe(key("channel"), Clock::now() + 2s).has_value());
 }
 
 }  // namespace

@@ -64,6 +64,37 @@ TEST_F(PubSubLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey)
   EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "200");
 }
 
+// A child made by fork() inherits the Client and this lock object, hold
+// record included; it must still count as another owner: it cannot unlock
+// the parent's hold nor re-enter it, through the inherited object or a new
+// one, and the parent's hold is intact afterwards.
+TEST_F(PubSubLockTest, AForkedChildIsNotTheOwnerOfTheParentsHold) {
+  PubSubLock lock(client(), key(), leased(10s));
+  lock.lock();
+  const std::string parent_owner = client().thread_owner();
+  const int status = run_in_forked_child([&] {
+    EXPECT_EQ(lock.hold_count(), 0) << "the child sees the parent's hold as its own";
+    EXPECT_FALSE(lock.try_lock()) << "the child re-entered the parent's hold";
+    try {
+      lock.unlock();
+      ADD_FAILURE() << "the child unlocked the parent's hold";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), std::errc::operation_not_permitted) << e.what();
+    }
+    PubSubLock fresh(client(), key(), leased(10s));
+    EXPECT_FALSE(fresh.try_lock());
+    EXPECT_THROW(fresh.unlock(), std::system_error);
+  });
+  EXPECT_EQ(status, 0) << "the forked child's checks failed (its output is above)";
+  EXPECT_EQ(lock.hold_count(), 1);
+  Reply fields = client().command({"HGETALL", key()});
+  ASSERT_EQ(fields.as_array().size(), 2u) << "one owner field in the hash";
+  EXPECT_EQ(fields.as_array()[0].as_string(), parent_owner);
+  EXPECT_EQ(fields.as_array()[1].as_string(), "1");
+  lock.unlock();
+  EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
+}
+
 // The child half of the cross-process tests: run only via spawn_self.
 TEST(PubSubLockChild, DISABLED_Worker) {
   const char* port = std::getenv("LOCKLAB_CHILD_PORT");

@@ -17,6 +17,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -294,6 +296,34 @@ inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) {
     }
     std::this_thread::sleep_for(2ms);
   }
+}
+
+// Runs `body` in a child made by fork() without exec, so the child inherits
+// this process's Client objects (their pooled sockets, ids, hold records):
+// what the fork tests are about. The child ends with _exit (no destructors,
+// no atexit handlers: the parent's objects are not the child's to tear
+// down) and status 0 if `body` returned with no gtest failure, 1 if a gtest
+// assertion failed in it (the parent must have had none before the fork),
+// 2 if `body` threw. Returns the status as wait_child does (bounded).
+template <class Body>
+int run_in_forked_child(Body body, std::chrono::milliseconds bound = 30s) {
+  std::fflush(nullptr);  // or buffered output would be written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int status = 2;
+    try {
+      body();
+      status = ::testing::Test::HasFailure() ? 1 : 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "forked child threw: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "forked child threw a non-std exception\n");
+    }
+    std::fflush(nullptr);
+    ::_exit(status);
+  }
+  return wait_child(pid, bound);
 }
 
 }  // namespace locklab::redis::testing
