@@ -34,7 +34,8 @@
 //           thread is the designated successor. Nobody overtakes a queued
 //           thread, not even try_acquire().
 // The designated successor always may. Anyone else waits: it spins while
-// nobody is queued (the adaptive SpinPolicy budget), then sets kParked and
+// nobody is queued (the adaptive SpinPolicy budget; a lone spinner, the only
+// thread spinning, up to SpinPolicy::kLoneSpinPolls), then sets kParked and
 // parks in the lot, validated under the lot's bucket lock ("kParked still
 // set and I still cannot take").
 //
