@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -107,6 +108,19 @@ class Holder {
   bool unlock_failed_ = false;
   std::thread thread_;
 };
+
+// Runs `f`, which must throw std::system_error(operation_not_permitted),
+// the locks' answer to misuse (unlock() or token() by a thread that holds
+// nothing); `returned` says what a normal return would mean.
+template <class F>
+void expect_not_permitted(F&& f, const char* returned = "returned normally") {
+  try {
+    f();
+    ADD_FAILURE() << returned;
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::operation_not_permitted) << e.what();
+  }
+}
 
 // Runs `f`, which must throw redis::Error of `kind` whose message contains
 // every string of `mentions` (an endpoint, a script's name, the bad value).

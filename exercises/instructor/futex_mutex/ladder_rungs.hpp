@@ -35,7 +35,20 @@
 
 namespace locklab::exercises::rungs {
 
-class AlwaysWakeMutex {
+// What every rung shares: the word (0 = unlocked) and a try_lock() that is
+// one compare-exchange 0 -> 1. The rungs differ only in lock() and unlock().
+class FutexWord {
+ public:
+  bool try_lock() noexcept {
+    std::uint32_t expected = 0;
+    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+
+ protected:
+  std::atomic<std::uint32_t> state_{0};
+};
+
+class AlwaysWakeMutex : public FutexWord {
  public:
   void lock() noexcept {
     std::uint32_t expected = 0;
@@ -44,39 +57,25 @@ class AlwaysWakeMutex {
       expected = 0;
     }
   }
-  bool try_lock() noexcept {
-    std::uint32_t expected = 0;
-    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
-  }
   void unlock() noexcept {
     state_.store(0, std::memory_order_release);
     futex_wake_one(state_);  // whether anyone sleeps or not
   }
-
- private:
-  std::atomic<std::uint32_t> state_{0};
 };
 
-class ThreeStateMutex {
+class ThreeStateMutex : public FutexWord {
  public:
   void lock() noexcept {
     std::uint32_t expected = 0;
     if (state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
     while (state_.exchange(2, std::memory_order_acquire) != 0) futex_wait(state_, 2);
   }
-  bool try_lock() noexcept {
-    std::uint32_t expected = 0;
-    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
-  }
   void unlock() noexcept {
     if (state_.exchange(0, std::memory_order_release) == 2) futex_wake_one(state_);
   }
-
- private:
-  std::atomic<std::uint32_t> state_{0};
 };
 
-class SpinOnlyMutex {
+class SpinOnlyMutex : public FutexWord {
  public:
   void lock() noexcept {
     for (;;) {
@@ -85,17 +84,10 @@ class SpinOnlyMutex {
       while (state_.load(std::memory_order_relaxed) != 0) cpu_relax();
     }
   }
-  bool try_lock() noexcept {
-    std::uint32_t expected = 0;
-    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
-  }
   void unlock() noexcept { state_.store(0, std::memory_order_release); }
-
- private:
-  std::atomic<std::uint32_t> state_{0};
 };
 
-class SleeperTakesAsOneMutex {
+class SleeperTakesAsOneMutex : public FutexWord {
  public:
   void lock() noexcept {
     std::uint32_t seen = 0;
@@ -107,16 +99,9 @@ class SleeperTakesAsOneMutex {
       seen = 0;
     }
   }
-  bool try_lock() noexcept {
-    std::uint32_t expected = 0;
-    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
-  }
   void unlock() noexcept {
     if (state_.exchange(0, std::memory_order_release) == 2) futex_wake_one(state_);
   }
-
- private:
-  std::atomic<std::uint32_t> state_{0};
 };
 
 }  // namespace locklab::exercises::rungs
