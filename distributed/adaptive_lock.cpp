@@ -8,6 +8,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/subscriber.hpp"
+#include "distributed/wait_for_release.hpp"
 
 namespace locklab::redis {
 
@@ -103,6 +104,35 @@ void AdaptiveLock::adjust_budget(bool spin_won) {
                    std::memory_order_relaxed);
 }
 
+AdaptiveLock::Spin AdaptiveLock::spin(const std::string& owner, std::uint64_t seen, Clock::time_point deadline) {
+  // One spinner per object: the slot is a hint, not a guard (two spinners
+  // would only cost CPU), so a relaxed exchange is enough.
+  if (spinning_.exchange(true, std::memory_order_relaxed)) return Spin::kSlotTaken;
+  struct LeaveSlot {
+    std::atomic<bool>& slot;
+    ~LeaveSlot() { slot.store(false, std::memory_order_relaxed); }
+  } leave{spinning_};
+  const auto spin_end = Clock::now() + spin_budget();
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= spin_end) return Spin::kRanOut;
+    if (now >= deadline) return Spin::kCutByDeadline;
+    // Relaxed: the epoch only says WHEN to ask Redis; the SET NX that
+    // follows decides, and orders nothing through this counter. A stale
+    // read delays the attempt by one turn of this loop.
+    const std::uint64_t now_seen = releases_.load(std::memory_order_relaxed);
+    if (now_seen != seen) {
+      seen = now_seen;
+      if (try_set(owner)) return Spin::kWon;
+    } else if (options_.spin_pause.count() > 0) {
+      std::this_thread::sleep_for(options_.spin_pause);
+    } else {
+      // Not a pure busy loop: on two cores the holder may need this one.
+      std::this_thread::yield();
+    }
+  }
+}
+
 bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
   const std::string owner = client_.thread_owner();
   if (holds_.count(owner) > 0) detail::throw_would_deadlock(name_);
@@ -112,43 +142,56 @@ bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
     if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
     return true;
   };
-  // Phase 1: the first attempt, then spin for the budget.
-  const auto start = Clock::now();
-  if (try_set(owner)) return won(nullptr);
-  if (start >= deadline) return false;
-  const auto spin_end = start + spin_budget();
-  bool cut_by_deadline = false;
-  for (;;) {
-    if (options_.spin_pause.count() > 0) std::this_thread::sleep_for(options_.spin_pause);
-    const auto now = Clock::now();
-    if (now >= spin_end) break;
-    if (now >= deadline) {
-      cut_by_deadline = true;
-      break;
-    }
-    if (try_set(owner)) {
-      adjust_budget(true);
-      return won(&spin_wins_);
-    }
-  }
-  if (!cut_by_deadline) adjust_budget(false);  // a deadline-cut spin says nothing
-  // Phase 2: subscribe, re-check, park.
-  std::int64_t pttl = -1;
+  const bool may_wait = deadline > Clock::now();
   std::optional<Subscriber::Subscription> sub;
-  if (!cut_by_deadline) sub = client_.subscriber().subscribe(channel_, deadline);
-  // The re-check after subscribing (or the last attempt at the deadline).
-  if (try_script(owner, pttl)) return won(&park_wins_);
-  if (!sub) return false;
-  for (;;) {
-    const auto now = Clock::now();
-    if (now >= deadline) return false;
-    auto wake = deadline;
-    if (pttl >= 0) wake = std::min(deadline, detail::after_pttl(now, pttl));
-    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
-      if (!sub->resubscribe(deadline)) return try_script(owner, pttl) ? won(&park_wins_) : false;
-    }
-    if (try_script(owner, pttl)) return won(&park_wins_);
+  // Waiters of this process already listen: join them (no round trip).
+  if (may_wait) {
+    if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
   }
+  detail::WaitAttempt a{false, -1};
+  bool asked = true;  // a skipper has not asked Redis yet: it must, once, before it gives up
+  if (sub && sub->ahead() > 0) {
+    // A queue has formed here: no attempt, no spin, wait for our turn (as
+    // PubSubLock does). The wait bound is a lease, as if the attempt had
+    // found a fresh hold.
+    asked = false;
+    a.pttl_ms = options_.lease.count();
+  } else {
+    // Read the epoch before the first attempt, so that a release between
+    // that attempt and the spin is not missed.
+    const std::uint64_t seen = releases_.load(std::memory_order_relaxed);
+    // Subscribed already (members who all got their turn): the script,
+    // whose PTTL bounds the sleep; else a bare SET NX.
+    if (sub ? try_script(owner, a.pttl_ms) : try_set(owner)) return won(nullptr);
+    if (!may_wait || Clock::now() >= deadline) return false;
+    // Phase 1: spin against this object's release epoch, not the server.
+    switch (spin(owner, seen, deadline)) {
+      case Spin::kWon:
+        adjust_budget(true);
+        return won(&spin_wins_);
+      case Spin::kRanOut:
+        adjust_budget(false);
+        break;
+      case Spin::kCutByDeadline:
+        // Says nothing about the budget. The last attempt, at the deadline.
+        return try_script(owner, a.pttl_ms) ? won(&park_wins_) : false;
+      case Spin::kSlotTaken:
+        break;
+    }
+    // Phase 2: subscribe, then the re-check that catches a release
+    // published before the subscription was live.
+    if (!sub) {
+      sub = client_.subscriber().subscribe(channel_, deadline);
+      if (try_script(owner, a.pttl_ms)) return won(&park_wins_);
+      if (!sub) return false;
+    }
+  }
+  const bool acquired = detail::wait_for_release(*sub, deadline, a, asked, [&] {
+    detail::WaitAttempt next{false, -1};
+    next.acquired = try_script(owner, next.pttl_ms);
+    return next;
+  });
+  return acquired ? won(&park_wins_) : false;
 }
 
 void AdaptiveLock::unlock() {
@@ -161,6 +204,8 @@ void AdaptiveLock::unlock() {
       [&] { restore(owner); });
   if (r == 2) unpublished_.fetch_add(1, std::memory_order_relaxed);
   if (r != 1 && r != 2) throw LockLost(name_, r == -1);
+  // Tell this object's spinner (relaxed: see spin()).
+  releases_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::int64_t AdaptiveLock::token() const {

@@ -1,50 +1,77 @@
 // adaptive_lock.hpp — the adaptive Redis lock of the k6 lock table
-// (docs/case-studies.md#the-k6-lock-table): spin on `SET NX` for a budget
-// learned per key, then sleep on the release channel like PubSubLock. The
-// distributed twin of primitives/adaptive_mutex.hpp.
+// (docs/case-studies.md#the-k6-lock-table): spin for a budget learned per
+// key, then sleep on the release channel like PubSubLock. The distributed
+// twin of primitives/adaptive_mutex.hpp — and, like it, it spins against a
+// LOCAL signal: one thread per lock object waits for this object's own
+// release counter, not for the server.
 //
 // The protocol
 // ------------
 // State in Redis: a string at <name> holding the owner token (Client::
 // thread_owner()) with PX = lease, exactly SpinLock's key; releases are
-// announced on <name>:channel.
-//   acquire, phase 1 (spin):
-//     SET <name> <token> NX PX <lease>              1 round trip
-//     nil -> SET NX again, back to back (optionally `spin_pause` apart),
-//     until it succeeds or the spin budget (below) has passed since the
-//     first attempt, or the caller's deadline.
-//   acquire, phase 2 (park):
+// announced on <name>:channel. In this process: a release epoch per lock
+// object, bumped by every unlock() that deleted the key, and one spinner
+// slot.
+//   acquire, queued: if waiters of this process already sleep on the
+//     channel (Subscriber::join_if_subscribed finds members ahead), join
+//     them and go straight to the sleep below: no attempt, no spin (no
+//     barging past one's own process, as PubSubLock).
+//   acquire, phase 0:  SET <name> <token> NX PX <lease>     1 round trip
+//   acquire, phase 1 (spin, only the thread that takes the slot):
+//     watch the release epoch, yielding between looks, until the budget
+//     (below) or the caller's deadline; each time it moves, one SET NX.
+//     Nothing is sent while it stands still.
+//   acquire, phase 2 (park; the other threads at once):
 //     1. subscribe to <name>:channel through the Client's one shared pub/sub
 //        connection (Subscriber; no round trip if another waiter of this
 //        process already listens),
 //     2. attempt ONCE MORE after the subscription is live — the acquire
 //        script: SET NX PX, else return the holder's PTTL. A release between
-//        the last spin and step 1 published to nobody; without this re-check
-//        the waiter would sleep until the holder's lease ran out,
+//        the last attempt and step 1 published to nobody; without this
+//        re-check the waiter would sleep until the holder's lease ran out,
 //     3. sleep until a release message (Subscriber wakes ONE local waiter per
 //        message), the holder's remaining lease (the PTTL of step 2: a
 //        crashed holder publishes nothing) or the caller's deadline,
-//     4. attempt (the script again); on failure back to 3.
+//     4. attempt (the script again); on failure back to 3
+//        (wait_for_release.hpp, shared with PubSubLock).
 //   release: EVALSHA compare-and-delete-and-publish   1 round trip
 //            if GET name == token then DEL name; PUBLISH <name>:channel
+//            then bump the local release epoch.
+//
+// Why spin against a local signal
+// -------------------------------
+// The k6 lock table's original spun on back-to-back SET NX. Measured in
+// `redis_locks` (quick mode, 1 ms hold), that was 27-39 round trips and
+// 500-800 us of Redis CPU per acquisition at 4-64 waiters: about half of a
+// Redis core for one hot key, to win hand-offs a few tens of microseconds
+// sooner than pub/sub. A holder in the same process announces its release
+// to the spinner for free, so the spin keeps its point (a hand-off without
+// a subscription or a thread wake-up) at no cost to the server; one spinner
+// per object keeps the CPU it burns to one thread. The price: a release by
+// ANOTHER process is seen only at the end of the spin (then the re-check
+// of phase 2 finds it), and such spins run out, so the budget shrinks and
+// the lock behaves like PubSubLock against remote holders. Figures before
+// and after: benches/redis_locks_bench.cpp and the reference results.
 //
 // The spin budget
 // ---------------
 // One budget per lock object (bind one object per key and share it between
 // threads, as with every lock here): Options::initial_spin (5 ms, the original
 // default) kept within [min_spin, max_spin] = [0.2 ms, 20 ms].
-//   - a spin that ended in the lock after at least one failed SET NX (there
-//     was a wait, and spinning covered it)   -> budget += budget / 4
-//   - a spin that ran out of budget (the holder held on longer, or other
-//     spinners won)                          -> budget -= budget / 2
-//   - a first SET NX that succeeds says nothing about spinning: unchanged.
-// Shrinking is faster than growing because a failed spin costs Redis one
-// SET per round trip for the whole budget, while a successful one only saves
-// the subscription's few hundred microseconds. min_spin > 0 keeps a probe
-// alive: when contention falls, short spins start winning again and the
-// budget recovers. The budget is a relaxed atomic read-modify-written
-// without a lock: racing updates may lose one another, which only makes the
-// heuristic a little stale (as in AdaptiveMutex), never incorrect.
+//   - a spin that ended in the lock (a release came within the budget)
+//                                            -> budget += budget / 4
+//   - a spin that ran out of budget (the holder held on longer, released
+//     from another process, or another thread won)
+//                                            -> budget -= budget / 2
+//   - a first SET NX that succeeds, or no spin (slot taken, queued): says
+//     nothing about spinning: unchanged.
+// Shrinking is faster than growing because a failed spin costs a thread's
+// CPU for the whole budget, while a successful one only saves the
+// subscription and a wake-up. min_spin > 0 keeps a probe alive: when
+// contention falls, short spins start winning again and the budget
+// recovers. The budget is a relaxed atomic read-modify-written without a
+// lock: racing updates may lose one another, which only makes the heuristic
+// a little stale (as in AdaptiveMutex), never incorrect.
 //
 // What it guarantees
 // ------------------
@@ -53,10 +80,13 @@
 //   unlock() then reports LockLost.
 // - Uncontended: exactly 2 round trips per lock/unlock pair (SET NX, release
 //   script), no subscription, no thread.
-// - Short waits (the holder releases within the budget) cost spinning SETs
-//   but no subscription; long waits cost what PubSubLock's do. No fairness:
-//   a spinner can take the lock from a parked waiter that was woken for it
-//   (that waiter then sleeps until the next release); the original authors
+// - Short waits on a holder of this process (it releases within the
+//   budget) cost one SET NX more and no subscription; long waits cost what
+//   PubSubLock's do. Fairness as PubSubLock's within a process once a
+//   queue has formed (newcomers queue behind parked waiters); the spinner
+//   can still take a release from a parked waiter woken for it (that waiter
+//   keeps its place and gets the next one). The original lock, whose every
+//   waiter spun on the server, let spinners win most races: its authors
 //   measured p95 211 ms at 50 clients against Redisson's 50 ms for this
 //   reason, and 5.51 ms (the best) at 5.
 //
@@ -70,7 +100,7 @@
 // - lock()/try_lock*() by the holder: not reentrant ->
 //   std::system_error(resource_deadlock_would_occur), nothing sent.
 // - try_lock(), try_lock_for(<= 0), a past try_lock_until: exactly one SET
-//   NX, no spin, no subscription. A false from a timed try comes no earlier
+//   NX, no spin, no subscription (even behind a queue). A false from a timed try comes no earlier
 //   than the deadline (the spin and the sleeps are cut at the deadline, then
 //   one last attempt is made), and the budget is not charged for a spin the
 //   deadline cut short.
@@ -109,13 +139,15 @@
 // With fenced = true every attempt, spinning or parked, is one script: SET
 // NX PX and, on success, INCR <name>:fence (fencing.hpp's shared fenced SET
 // NX), so the winner holds a token from the same round trip: still 2 round
-// trips per uncontended lock/unlock, and one per spin. token() returns it
+// trips per uncontended lock/unlock. token() returns it
 // while the thread holds the lock. Off by default: then the spin is bare SET
 // NX commands and no counter key exists.
 //
-// When to use it: moderate contention on short critical sections, where most
-// waits end within a few milliseconds (the k6 lock table's 5-client case). For many
-// waiters use PubSubLock (wake-one, no spinning) or FairLock (FIFO).
+// When to use it: threads of one process contending for short critical
+// sections, where most waits end within a few milliseconds (the k6 lock
+// table's 5-client case): the hand-off then needs no subscription and no
+// wake-up. Across many processes it is PubSubLock with a spin that runs
+// out; use PubSubLock (reentrant, watchdog) or FairLock (FIFO) there.
 #pragma once
 
 #include <atomic>
@@ -135,8 +167,9 @@ class AdaptiveLock {
     std::chrono::microseconds initial_spin{5'000};
     std::chrono::microseconds min_spin{200};
     std::chrono::microseconds max_spin{20'000};
-    // Sleep between two spinning SET NX (0: back to back, the original
-    // Thread.onSpinWait()). A round trip already takes ~30 us.
+    // Sleep between two looks at the release epoch (0: yield the CPU and
+    // look again; the original slept between two SET NX with
+    // Thread.onSpinWait()).
     std::chrono::microseconds spin_pause{0};
     // Take a fencing token (INCR <name>:fence) in each successful attempt.
     bool fenced = false;
@@ -187,7 +220,8 @@ class AdaptiveLock {
   std::chrono::microseconds spin_budget() const noexcept {
     return std::chrono::microseconds(budget_us_.load(std::memory_order_relaxed));
   }
-  // Acquisition attempts (SET NX or the acquire script) sent so far.
+  // Acquisition attempts (SET NX or the acquire script) sent so far: the
+  // cost to the server.
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
   // Acquisitions won while spinning / after parking (statistics).
   std::uint64_t spin_wins() const noexcept { return spin_wins_.load(std::memory_order_relaxed); }
@@ -207,6 +241,11 @@ class AdaptiveLock {
   // holds this owner's token, and publish).
   void restore(const std::string& owner);
   void adjust_budget(bool spin_won);
+  enum class Spin { kWon, kRanOut, kCutByDeadline, kSlotTaken };
+  // Phase 1 (see the essay): waits for this object's release epoch to move
+  // past `seen`, then attempts; until the budget or the deadline.
+  // kSlotTaken: another thread of this object is spinning.
+  Spin spin(const std::string& owner, std::uint64_t seen, Clock::time_point deadline);
 
   Client& client_;
   std::string name_;
@@ -217,6 +256,8 @@ class AdaptiveLock {
   detail::LocalHolds tokens_;  // fenced: owner -> token of its hold (one number per owner)
   detail::InDoubt doubts_;     // owners whose last attempt or release had an unknown outcome
   std::atomic<std::int64_t> budget_us_;
+  std::atomic<std::uint64_t> releases_{0};  // bumped by every unlock() that deleted the key
+  std::atomic<bool> spinning_{false};       // the one spinner's slot
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> spin_wins_{0};
   std::atomic<std::uint64_t> park_wins_{0};

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
@@ -99,7 +100,7 @@ TEST_F(AdaptiveLockTest, AFailedSpinShrinksTheBudgetDownToItsFloor) {
 
 TEST_F(AdaptiveLockTest, SpinWinsGrowTheBudgetUpToItsCeiling) {
   AdaptiveLock::Options o = leased(10s);
-  o.spin_pause = 50us;  // fewer SETs while the holder gets round to unlocking
+  o.spin_pause = 50us;  // looks at the release epoch between naps
   AdaptiveLock lock(client(), key(), o);
   int grew = 0;
   for (int round = 0; round < 30; ++round) {
@@ -225,6 +226,61 @@ TEST_F(AdaptiveLockTest, AReleaseWhoseWakeUpPublishIsRefusedIsCounted) {
 }
 
 // --- fencing tokens (Options::fenced) ----------------------------------------------
+
+AdaptiveLock::Options long_spin(std::chrono::microseconds budget) {
+  AdaptiveLock::Options o = leased(20s);
+  o.min_spin = o.initial_spin = o.max_spin = budget;
+  return o;
+}
+
+// The spin watches this object's release epoch, not the server: while a
+// holder of this process holds, the spinner sends nothing after its first
+// SET NX, subscribes to nothing, and takes the lock at the release.
+TEST_F(AdaptiveLockTest, ASpinnerSendsNothingToTheServerWhileALocalHolderHolds) {
+  AdaptiveLock lock(client(), key(), long_spin(10s));
+  Holder holder(lock);
+  const auto before = lock.attempts();
+  std::thread waiter([&] {
+    EXPECT_TRUE(lock.try_lock_for(15s));
+    lock.unlock();
+  });
+  EXPECT_TRUE(eventually([&] { return lock.attempts() > before; }, 5s));
+  std::this_thread::sleep_for(100ms);  // the old spin sent thousands of SET NX in this time
+  EXPECT_EQ(lock.attempts() - before, 1u) << "the spinner polled the server";
+  EXPECT_EQ(numsub(client(), lock.channel()), 0) << "a spinner subscribed";
+  holder.release();
+  waiter.join();
+  EXPECT_EQ(lock.attempts() - before, 2u) << "one SET NX before the spin, one at the release";
+  EXPECT_EQ(lock.spin_wins(), 1u);
+}
+
+// One thread of an object spins; the next parks on the channel after its
+// attempt and the re-check; newcomers queue behind it without a round
+// trip. Then every waiter gets the lock.
+TEST_F(AdaptiveLockTest, OneThreadPerObjectSpinsTheNextParksAndNewcomersQueue) {
+  AdaptiveLock lock(client(), key(), long_spin(10s));
+  Holder holder(lock);
+  const auto before = lock.attempts();
+  std::atomic<int> done{0};
+  std::vector<std::thread> waiters;
+  auto wait_once = [&] {
+    if (lock.try_lock_for(15s)) {
+      lock.unlock();
+      done.fetch_add(1);
+    }
+  };
+  waiters.emplace_back(wait_once);  // the spinner: one SET NX
+  EXPECT_TRUE(eventually([&] { return lock.attempts() - before == 1; }, 5s));
+  waiters.emplace_back(wait_once);  // parks: one SET NX, SUBSCRIBE, the re-check
+  EXPECT_TRUE(eventually([&] { return lock.attempts() - before == 3 && numsub(client(), lock.channel()) == 1; }, 5s));
+  waiters.emplace_back(wait_once);  // newcomers: queue behind the parked one
+  waiters.emplace_back(wait_once);
+  std::this_thread::sleep_for(100ms);  // the old spinners sent thousands of SET NX in this time
+  EXPECT_EQ(lock.attempts() - before, 3u) << "a waiter polled the server or attempted past the queue";
+  holder.release();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(done.load(), 4);
+}
 
 // The spinning attempts and the parked ones run the same fenced script: a
 // winner of either kind holds the next token.
