@@ -190,6 +190,24 @@ class InDoubt {
     }
   }
 
+  // settle() for every remembered owner, oldest first, for objects whose
+  // owners are single-use (PermitSemaphore's permit ids: nobody comes back
+  // with the same one). Throws the first failing restore's error; that
+  // owner and the ones after it stay remembered.
+  template <class Restore>
+  void settle_all(Restore&& restore) {
+    if (count_.load(std::memory_order_relaxed) == 0) return;
+    std::vector<std::string> owners;
+    {
+      std::lock_guard g(mu_);
+      owners.assign(owners_.begin(), owners_.end());
+    }
+    for (const std::string& owner : owners) {
+      restore(owner);
+      forget(owner);
+    }
+  }
+
   bool contains(const std::string& owner) const {
     std::lock_guard g(mu_);
     return owners_.count(owner) > 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "distributed/subscriber.hpp"
+#include "distributed/wait_for_release.hpp"
 
 namespace locklab::redis {
 
@@ -115,13 +116,22 @@ std::int64_t PermitSemaphore::available_permits() {
   return client_.eval(kAvailable, {name_, timeout_key_}, {channel_}).as_integer();
 }
 
-PermitSemaphore::Attempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms,
-                                                  const std::string& permits_if_missing) {
+void PermitSemaphore::restore(const std::string& id) {
+  (void)detail::eval_source(client_, kRelease, {name_, timeout_key_}, {id, channel_});
+}
+
+detail::WaitAttempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms,
+                                             const std::string& permits_if_missing) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_, permits_if_missing});
-  const auto& parts = r.as_array();
-  if (parts.size() != 2) r.unexpected("2 elements");
-  return {parts[0].as_integer() == 1, parts[1].as_integer()};
+  return doubts_.guard(
+      id,
+      [&] {
+        Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_, permits_if_missing});
+        const auto& parts = r.as_array();
+        if (parts.size() != 2) r.unexpected("2 elements");
+        return detail::WaitAttempt{parts[0].as_integer() == 1, parts[1].as_integer()};
+      },
+      [&] { restore(id); });
 }
 
 std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_point deadline,
@@ -133,6 +143,7 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
   if (permits_if_missing && *permits_if_missing < 0) {
     throw std::invalid_argument("PermitSemaphore: negative permits_if_missing " + std::to_string(*permits_if_missing));
   }
+  doubts_.settle_all([&](const std::string& lost) { restore(lost); });
   const std::string id = client_.id() + ":" + std::to_string(next_permit_number());
   const std::string lease_ms = std::to_string(lease.count());
   const std::string create = permits_if_missing ? std::to_string(*permits_if_missing) : "-1";
@@ -143,7 +154,7 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
     // (no round trip), so no re-check is needed after a failure.
     if (Subscriber* hub = client_.subscriber_if_started()) sub = hub->join_if_subscribed(channel_);
   }
-  Attempt a = attempt(id, lease_ms, create);
+  detail::WaitAttempt a = attempt(id, lease_ms, create);
   if (a.acquired) return id;
   if (!may_wait || Clock::now() >= deadline) return std::nullopt;
   if (!sub) {
@@ -154,25 +165,16 @@ std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_po
     if (a.acquired) return id;
     if (!sub) return std::nullopt;
   }
-  for (;;) {
-    const auto now = Clock::now();
-    if (now >= deadline) return std::nullopt;
-    auto wake = deadline;
-    if (a.wait_hint_ms >= 0) wake = std::min(deadline, detail::after_pttl(now, a.wait_hint_ms));
-    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
-      if (!sub->resubscribe(deadline)) {
-        a = attempt(id, lease_ms, create);
-        return a.acquired ? std::optional<std::string>(id) : std::nullopt;
-      }
-    }
-    a = attempt(id, lease_ms, create);
-    if (a.acquired) return id;
-  }
+  if (detail::wait_for_release(*sub, deadline, a, true, [&] { return attempt(id, lease_ms, create); })) return id;
+  return std::nullopt;
 }
 
 void PermitSemaphore::release(const std::string& id) {
   if (id.empty()) throw std::invalid_argument("PermitSemaphore::release: empty permit id");
-  const std::int64_t r = client_.eval(kRelease, {name_, timeout_key_}, {id, channel_}).as_integer();
+  doubts_.settle_all([&](const std::string& lost) { restore(lost); });
+  const std::int64_t r = doubts_.guard(
+      id, [&] { return client_.eval(kRelease, {name_, timeout_key_}, {id, channel_}).as_integer(); },
+      [&] { restore(id); });
   if (r != 1) throw PermitNotHeld(name_, id, r == -1);
 }
 

@@ -70,9 +70,19 @@
 //   negative permit counts, a lease <= 0 or over 100 years
 //   (detail::kMaxDuration), an empty id or name.
 // - Redis unreachable, killed or slow: redis::Error (kConnect / kIo /
-//   kTimeout) from the operation, within the Client's timeouts. A release
-//   that fails this way may or may not have happened; the permit expires
-//   with its lease at the latest.
+//   kTimeout) from the operation, within the Client's timeouts.
+// - An acquire attempt or a release that fails with an unknown outcome
+//   (kTimeout or kIo: the server may have run it and the reply was lost):
+//   before the error propagates (so at most one command_timeout later),
+//   the release script runs once for that permit id (its source sent with
+//   EVAL), so a permit taken unseen does not sit in the pool, unusable by
+//   anyone, until its lease ends; and a lost release is done again. If that
+//   fails too, or the command failed with kConnect (it never reached the
+//   server), this object runs it before its next acquire or release (which
+//   throw its redis::Error while it keeps failing); meanwhile the permit
+//   expires with its lease. (The locks' rule, detail::InDoubt; the ids are
+//   single-use, so every remembered one is restored, not just the
+//   caller's.)
 // - A key of another type under a name: Error(kServer) quoting the server.
 //
 // Failure modes worth knowing: a waiter whose last attempt saw permits with
@@ -98,6 +108,7 @@
 
 #include "distributed/client.hpp"
 #include "distributed/lock_support.hpp"
+#include "distributed/wait_for_release.hpp"
 
 namespace locklab::redis {
 
@@ -193,19 +204,21 @@ class PermitSemaphore {
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
 
  private:
-  struct Attempt {
-    bool acquired;
-    std::int64_t wait_hint_ms;  // not acquired: ms until the earliest expiry, -1 if none
-  };
   // permits_if_missing: nullopt leaves a missing count missing.
   std::optional<std::string> acquire_until(detail::Clock::time_point deadline, std::chrono::milliseconds lease,
                                            std::optional<std::int64_t> permits_if_missing = std::nullopt);
-  Attempt attempt(const std::string& id, const std::string& lease_ms, const std::string& permits_if_missing);
+  // One acquire script; not acquired: pttl_ms = ms until the earliest
+  // expiry, -1 if none.
+  detail::WaitAttempt attempt(const std::string& id, const std::string& lease_ms, const std::string& permits_if_missing);
+  // After an unknown outcome: the release script for `id` (frees the
+  // permit if the lost command took it; harmless if not).
+  void restore(const std::string& id);
 
   Client& client_;
   std::string name_;
   std::string timeout_key_;
   std::string channel_;
+  detail::InDoubt doubts_;  // permit ids whose acquire or release had an unknown outcome
   std::atomic<std::uint64_t> attempts_{0};
 };
 

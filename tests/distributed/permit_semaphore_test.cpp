@@ -279,6 +279,35 @@ TEST_F(PermitSemaphoreTest, AnAcquireGivenPermitsIfMissingRecreatesALostCount) {
   EXPECT_THROW((void)sem.try_acquire(0ms, 1s, -1), std::invalid_argument);
 }
 
+// The acquire script runs on the server while its reply is lost: the
+// permit it took must not sit in the pool, unusable by anyone, for its
+// whole lease. Before the error propagates (or before this object's next
+// operation) the release script runs for that permit id.
+TEST_F(PermitSemaphoreTest, AnAcquireWhoseReplyWasLostLeavesNoPermitHeld) {
+  ASSERT_TRUE(PermitSemaphore(client(), key()).try_set_permits(1));
+  Client impatient(impatient_options());
+  PermitSemaphore sem(impatient, key());
+  auto warm = sem.try_acquire(0ms, 10s);  // loads the script: the command lost below is the acquire itself
+  ASSERT_TRUE(warm);
+  sem.release(*warm);
+  ASSERT_TRUE(lose_the_reply([&] { (void)sem.try_acquire(0ms, 10s); }));
+  // With its only permit taken unseen for 10 s, the semaphore would refuse
+  // every try for 10 s; restored, it grants the next one (at the latest
+  // the first after the busy server answers again).
+  std::optional<std::string> next;
+  ASSERT_TRUE(eventually([&] {
+    try {
+      next = sem.try_acquire(0ms, 10s);
+    } catch (const Error&) {
+      return false;  // the restore still waits behind the busy server
+    }
+    return next.has_value();
+  }, 5s)) << "the lost acquire's permit is still held";
+  EXPECT_EQ(client().command({"ZCARD", sem.timeout_key()}).as_integer(), 1) << "more than the new permit held";
+  sem.release(*next);
+  EXPECT_EQ(client().command({"ZCARD", sem.timeout_key()}).as_integer(), 0);
+}
+
 // A count key that is not a number (someone else's key under this name):
 // a typed error naming the server, not std::invalid_argument from stoll.
 TEST_F(PermitSemaphoreTest, ANonNumericCountIsATypedProtocolError) {
