@@ -48,42 +48,6 @@ TEST_F(AdaptiveLockTest, UncontendedLockAndUnlockAreTwoRoundTripsWithoutASubscri
   EXPECT_EQ(lock.spin_budget(), lock.options().initial_spin) << "a first-try win says nothing about spinning";
 }
 
-TEST_F(AdaptiveLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
-  AdaptiveLock lock(client(), key(), leased(10s));
-  EXPECT_EQ(increment_under(lock, client(), key("counter"), 8, 25), 200u);
-  EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "200");
-}
-
-// The child half of the cross-process test: run only via spawn_self.
-TEST(AdaptiveLockChild, DISABLED_Worker) {
-  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
-  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
-  ASSERT_TRUE(port && name);
-  Client::Options o;
-  o.port = std::atoi(port);
-  Client c(o);
-  const std::string counter = std::string(name) + ":counter";
-  AdaptiveLock lock(c, name, leased(10s));
-  for (int i = 0; i < 50; ++i) {
-    std::lock_guard g(lock);
-    Reply v = c.command({"GET", counter});
-    const long n = v.is_nil() ? 0 : std::stol(v.as_string());
-    c.command({"SET", counter, std::to_string(n + 1)});
-  }
-}
-
-TEST_F(AdaptiveLockTest, ExcludesProcessesDoingANonAtomicReadModifyWrite) {
-  std::vector<pid_t> children;
-  for (int i = 0; i < 3; ++i) {
-    children.push_back(spawn_self("AdaptiveLockChild.DISABLED_Worker",
-                                  {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
-                                   "LOCKLAB_CHILD_LOCK=" + key()}));
-    ASSERT_GT(children.back(), 0);
-  }
-  for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);
-  EXPECT_EQ(client().command({"GET", key() + ":counter"}).as_string(), "150");
-}
-
 TEST_F(AdaptiveLockTest, AFailedSpinShrinksTheBudgetDownToItsFloor) {
   AdaptiveLock lock(client(), key(), leased(10s));
   Holder holder(lock);

@@ -20,11 +20,16 @@
 //   - an acquire whose reply was lost (the server ran it, the client gave up
 //     with a timeout) leaves no hold: other owners can take the lock at once,
 //     not after the lease, and the owner's next lock() + one unlock() free it.
+//
+// A third, RedisLockExclusion, holds every Redis lock to its first promise:
+// threads of one process, and processes each with its own Client, doing a
+// non-atomic GET / +1 / SET of a Redis key under the lock lose no update.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -206,5 +211,46 @@ TYPED_TEST_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehin
 }
 
 REGISTER_TYPED_TEST_SUITE_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind);
+
+template <class L>
+class RedisLockExclusion : public RedisTest {};
+
+TYPED_TEST_SUITE_P(RedisLockExclusion);
+
+TYPED_TEST_P(RedisLockExclusion, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
+  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  EXPECT_EQ(increment_under(lock, this->client(), this->key("counter"), 8, 25), 200u);
+  EXPECT_EQ(this->client().command({"GET", this->key("counter")}).as_string(), "200");
+}
+
+// The child half of the cross-process test: run only via spawn_self, on
+// the parent's server (LOCKLAB_CHILD_PORT) and lock (LOCKLAB_CHILD_LOCK).
+TYPED_TEST_P(RedisLockExclusion, DISABLED_IncrementWorker) {
+  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
+  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
+  ASSERT_TRUE(port && name);
+  Client::Options o;
+  o.port = std::atoi(port);
+  Client c(o);
+  TypeParam lock(c, name, RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  EXPECT_EQ(increment_under(lock, c, std::string(name) + ":counter", 1, 50), 50u);
+}
+
+TYPED_TEST_P(RedisLockExclusion, ExcludesProcessesDoingANonAtomicReadModifyWrite) {
+  const std::string worker =
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
+      ".DISABLED_IncrementWorker";
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    children.push_back(spawn_self(worker, {"LOCKLAB_CHILD_PORT=" + std::to_string(this->server().port()),
+                                           "LOCKLAB_CHILD_LOCK=" + this->key()}));
+    ASSERT_GT(children.back(), 0);
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);
+  EXPECT_EQ(this->client().command({"GET", this->key() + ":counter"}).as_string(), "150");
+}
+
+REGISTER_TYPED_TEST_SUITE_P(RedisLockExclusion, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey,
+                            DISABLED_IncrementWorker, ExcludesProcessesDoingANonAtomicReadModifyWrite);
 
 }  // namespace locklab::redis::testing

@@ -43,12 +43,6 @@ TEST_F(SpinLockTest, UncontendedLockAndUnlockAreTwoRoundTripsAndLeaveNothingBehi
   EXPECT_EQ(client().round_trips() - again, 2u);
 }
 
-TEST_F(SpinLockTest, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
-  SpinLock lock(client(), key(), fast());
-  EXPECT_EQ(increment_under(lock, client(), key("counter"), 4, 25), 100u);
-  EXPECT_EQ(client().command({"GET", key("counter")}).as_string(), "100");
-}
-
 TEST_F(SpinLockTest, ZeroOrNegativeTimeoutsAreASingleTry) {
   SpinLock lock(client(), key(), fast());
   client().command({"SET", key(), "someone-else", "PX", "10000"});
