@@ -65,14 +65,20 @@
 //                                     fatal; any other exception in a waiter
 //                                     fails the point
 //
-// Implementations (lease 10 s unless said otherwise; hold 1 ms):
+// Implementations: every lock of the registry (benches/redis_locks.json,
+// read through benches/harness/redis_lock_registry.hpp), in its order; lease
+// 10 s unless said otherwise; hold 1 ms. `bench_redis_locks --list_locks`
+// prints the names. Today:
 //   SpinLock                the stock test's: lease 100 ms, fixed 50 ms retry
 //   SpinLock(fixed-1ms)     retry every 1 ms
 //   SpinLock(exp-1-64ms)    retry 1, 2, 4 ... 64 ms, jitter 0.5 (exponential backoff)
-//   PubSubLock, AdaptiveLock, FairLock   as in their headers
-//   Guarded(<Lock>)         the same lock behind GuardedLock (one thread per
-//                           process at Redis per key; no fast-fail here:
-//                           max_waiters is above any waiter count)
+//   PubSubLock, AdaptiveLock, FairLock   as in their headers (any other
+//                           registry lock: its defaults, lease 10 s)
+//   Guarded(<Lock>)         the same lock behind GuardedLock, for the locks
+//                           the registry marks "guarded" (PubSubLock,
+//                           FairLock): one thread per process at Redis per
+//                           key; no fast-fail here: max_waiters is above any
+//                           waiter count
 // Peers run by their own scripts on the same kind of server and write the
 // same schema into another file of this suite (benches/peers/README.md).
 //
@@ -121,19 +127,18 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "benches/harness/point_process.hpp"
+#include "benches/harness/redis_lock_registry.hpp"
 #include "benches/harness/suite.hpp"
-#include "distributed/adaptive_lock.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
-#include "distributed/fair_lock.hpp"
 #include "distributed/guarded_lock.hpp"
 #include "distributed/lock_lost.hpp"
-#include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
 #include "distributed/subscriber.hpp"
 
@@ -151,30 +156,10 @@ constexpr const char* kSuite = "redis_locks";
 
 // -------------------------------------------------------- the locks measured
 
-// The harness's Lockable seam with the type erased, so one table of
-// implementations serves the curve, the hand-off and the child processes. A
-// virtual call costs nanoseconds against a round trip's tens of microseconds.
-class AnyLock {
- public:
-  virtual ~AnyLock() = default;
-  virtual void lock() = 0;
-  virtual void unlock() = 0;
-  // One attempt without waiting (the children's warm-up).
-  virtual bool try_lock() = 0;
-};
-
-template <class L>
-class Erased final : public AnyLock {
- public:
-  template <class... A>
-  explicit Erased(A&&... args) : lock_(std::forward<A>(args)...) {}
-  void lock() override { lock_.lock(); }
-  void unlock() override { lock_.unlock(); }
-  bool try_lock() override { return lock_.try_lock(); }
-
- private:
-  L lock_;
-};
+// The harness's Lockable seam with the type erased (AnyRedisLock of the
+// registry), so one table of implementations serves the curve, the
+// hand-off and the child processes.
+using AnyLock = AnyRedisLock;
 
 // GuardedLock<L> as a Lockable: lock() is try_acquire with an unbounded
 // budget, and the Guard waits in a per-thread slot until unlock(). The
@@ -188,8 +173,9 @@ class Guarded final : public AnyLock {
       : guarded_(std::move(make), options()), key_(std::move(key)) {}
 
   void lock() override { keep(guarded_.try_acquire(key_, std::chrono::hours(24))); }
-  bool try_lock() override {
-    auto g = guarded_.try_acquire(key_, std::chrono::milliseconds(0));
+  bool try_lock() override { return try_lock_for(std::chrono::milliseconds(0)); }
+  bool try_lock_for(std::chrono::milliseconds wait) override {
+    auto g = guarded_.try_acquire(key_, wait);
     if (!g) return false;
     keep(std::move(g));
     return true;
@@ -230,7 +216,7 @@ struct LockImpl {
 
 template <class L, class Options>
 Factory plain(Options o) {
-  return [o](Client& c, const std::string& name) { return std::make_unique<Erased<L>>(c, name, o); };
+  return [o](Client& c, const std::string& name) { return std::make_unique<ErasedRedisLock<L>>(c, name, o); };
 }
 
 template <class L, class Options>
@@ -242,40 +228,38 @@ Factory guarded(Options o) {
   };
 }
 
-// The suite's implementations, in plot order.
+// The suite's implementations, in plot order: each lock of the registry
+// (benches/redis_locks.json) with a 10 s lease, SpinLock with three retry
+// schedules instead of one, then Guarded(<Lock>) for the locks the registry
+// marks "guarded". A lock added to the registry runs here with no edit.
 const std::vector<LockImpl>& lock_impls() {
   static const std::vector<LockImpl> impls = [] {
-    using redis::AdaptiveLock;
-    using redis::FairLock;
-    using redis::PubSubLock;
-    using redis::SpinLock;
     using namespace std::chrono_literals;
-    SpinLock::Options stock_test;  // the stock test's defaults: lease 100 ms, fixed 50 ms retry
-    SpinLock::Options fixed1 = stock_test;
-    fixed1.lease = 10s;
-    fixed1.retry_interval = 1ms;
-    SpinLock::Options exp = fixed1;
-    exp.retry_interval = 1ms;
-    exp.backoff = SpinLock::Backoff::kExponential;
-    exp.multiplier = 2.0;
-    exp.max_interval = 64ms;
-    exp.jitter = 0.5;
-    PubSubLock::Options pubsub;
-    pubsub.lease = 10s;
-    AdaptiveLock::Options adaptive;  // the k6 lock table's spin budget: 5 ms in [0.2, 20] ms
-    adaptive.lease = 10s;
-    FairLock::Options fair;  // queue_lease 1 s: a waiter refreshes its entry every 333 ms
-    fair.lease = 10s;
-    return std::vector<LockImpl>{
-        {"SpinLock", plain<SpinLock>(stock_test)},
-        {"SpinLock(fixed-1ms)", plain<SpinLock>(fixed1)},
-        {"SpinLock(exp-1-64ms)", plain<SpinLock>(exp)},
-        {"PubSubLock", plain<PubSubLock>(pubsub)},
-        {"AdaptiveLock", plain<AdaptiveLock>(adaptive)},
-        {"FairLock", plain<FairLock>(fair)},
-        {"Guarded(PubSubLock)", guarded<PubSubLock>(pubsub)},
-        {"Guarded(FairLock)", guarded<FairLock>(fair)},
-    };
+    std::vector<LockImpl> plain_impls, guarded_impls;
+    for_each_redis_lock([&]<class L>(const RedisLockInfo& info) {
+      const std::string name(info.name);
+      if constexpr (std::is_same_v<L, redis::SpinLock>) {
+        redis::SpinLock::Options stock_test;  // the stock test's defaults: lease 100 ms, fixed 50 ms retry
+        redis::SpinLock::Options fixed1 = stock_test;
+        fixed1.lease = 10s;
+        fixed1.retry_interval = 1ms;
+        redis::SpinLock::Options exp = fixed1;
+        exp.backoff = redis::SpinLock::Backoff::kExponential;
+        exp.multiplier = 2.0;
+        exp.max_interval = 64ms;
+        exp.jitter = 0.5;
+        plain_impls.push_back({name, plain<L>(stock_test)});
+        plain_impls.push_back({name + "(fixed-1ms)", plain<L>(fixed1)});
+        plain_impls.push_back({name + "(exp-1-64ms)", plain<L>(exp)});
+      } else {
+        // AdaptiveLock: the k6 lock table's spin budget, 5 ms in [0.2, 20] ms;
+        // FairLock: queue_lease 1 s, a waiter refreshes its entry every 333 ms.
+        plain_impls.push_back({name, plain<L>(redis_lock_options<L>({.lease = 10s}))});
+      }
+      if (info.guarded) guarded_impls.push_back({"Guarded(" + name + ")", guarded<L>(redis_lock_options<L>({.lease = 10s}))});
+    });
+    plain_impls.insert(plain_impls.end(), guarded_impls.begin(), guarded_impls.end());
+    return plain_impls;
   }();
   return impls;
 }
@@ -933,6 +917,12 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   std::vector<std::string> args(argv, argv + argc);
   try {
+    // --list_locks: the implementation names, one a line, in plot order (what
+    // the plotting module's tests compare with benches/redis_locks.json).
+    if (std::find(args.begin(), args.end(), "--list_locks") != args.end()) {
+      for (const auto& impl : lock_impls()) std::cout << impl.name << "\n";
+      return 0;
+    }
     const std::string child = take_flag(args, "--child");
     if (!child.empty()) {
       ChildArgs a;

@@ -30,6 +30,9 @@ API
   as P processes x T threads
 - :func:`plot_local_vs_distributed` -- local and Redis locks on one waiter axis
   (``plot`` draws it as ``redis_locks_vs_locks.png`` when both suites are there)
+- :func:`redis_lock_registry`, :func:`redis_lock_of`, :func:`redis_impl_order`,
+  :func:`guarded_pairs` -- the Redis locks of ``benches/redis_locks.json``, the
+  list the C++ benches and scenarios are built from
 
 Command line (``--help`` for details)::
 
@@ -843,9 +846,87 @@ def plot_versus(df, x, y, ax=None, styles=None, scale=1.0, log_x=True, log_y=Fal
 SPLIT_KNOB = "processes"
 LOCAL_SUITE = "locks"
 DISTRIBUTED_SUITE = "redis_locks"
+
+
+# ------------------------------------------------ the Redis lock registry
+
+# The one list of the Redis locks, in plot order. The C++ benches, scenarios
+# and outcome tests are generated from the same file at configure time
+# (benches/harness/redis_lock_registry.hpp), so a lock added there is
+# measured, plotted and ordered here with no edit.
+REDIS_LOCK_REGISTRY = Path(__file__).resolve().parent.parent / "benches" / "redis_locks.json"
+REGISTRY_FIELDS = ("name", "header", "reentrant", "watchdog", "guarded", "fence_in_every_script",
+                   "per_waiter_keys", "keys_note", "fenced_keys_note")
+GUARDED_PREFIX = "Guarded("
+
+
+class RegistryError(ValueError):
+    """The registry file is missing, not JSON, or an entry lacks a field."""
+
+
+def redis_lock_registry(path=None) -> list:
+    """The entries of ``benches/redis_locks.json`` (or ``path``), in order:
+    one dict per Redis lock with the fields of ``REGISTRY_FIELDS`` (its
+    ``about`` explains them).  Raises :class:`RegistryError` naming the file
+    and the entry when something is missing or repeated."""
+    path = Path(path) if path is not None else REDIS_LOCK_REGISTRY
+    try:
+        locks = json.loads(path.read_text())["locks"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RegistryError(f"{path}: cannot read the Redis lock registry ({exc})") from exc
+    seen = set()
+    for k, entry in enumerate(locks):
+        missing = [f for f in REGISTRY_FIELDS if f not in entry]
+        if missing:
+            raise RegistryError(f"{path}: lock {k} ({entry.get('name', '?')}) lacks {', '.join(missing)}")
+        if entry["name"] in seen:
+            raise RegistryError(f"{path}: {entry['name']} is listed twice")
+        seen.add(entry["name"])
+    return locks
+
+
+def redis_lock_names(path=None) -> tuple:
+    """The registry's lock names, in plot order."""
+    return tuple(entry["name"] for entry in redis_lock_registry(path))
+
+
+def redis_lock_of(impl: str, names=None) -> str | None:
+    """The registry lock an implementation of the Redis benches and scenarios
+    runs: ``PubSubLock`` for ``PubSubLock``, ``Guarded(PubSubLock)`` and a
+    configuration such as ``SpinLock(fixed-1ms)``; ``None`` for a peer, the
+    ``none`` baseline or a name no registry lock explains."""
+    names = redis_lock_names() if names is None else names
+    inner = impl[len(GUARDED_PREFIX):-1] if impl.startswith(GUARDED_PREFIX) and impl.endswith(")") else impl
+    base = inner.split("(", 1)[0]
+    return base if base in names else None
+
+
+def redis_impl_order(impls) -> list:
+    """``impls`` without repeats, in registry order: each lock's plain name,
+    then its configurations (in the order given), then the ``Guarded(...)``
+    ones in registry order; names of no registry lock (peers) last, in the
+    order given."""
+    names = redis_lock_names()
+    impls = list(dict.fromkeys(impls))
+
+    def key(k_impl):
+        k, impl = k_impl
+        lock = redis_lock_of(impl, names)
+        if lock is None:
+            return (2, 0, 0, k)
+        return (int(impl.startswith(GUARDED_PREFIX)), names.index(lock), int(impl != lock), k)
+    return [impl for _, impl in sorted(enumerate(impls), key=key)]
+
+
+def guarded_pairs() -> list:
+    """``[(lock, "Guarded(lock)")]`` for the registry locks the redis_locks
+    suite also runs behind GuardedLock."""
+    return [(e["name"], f"{GUARDED_PREFIX}{e['name']})") for e in redis_lock_registry() if e["guarded"]]
+
+
 # Default curves of the overlay (those present; else the first few of ours).
 OVERLAY_LOCAL_IMPLS = ("std::mutex", "TtasLock", "McsLock", "AdaptiveMutex", "ReentrantLock(fair)")
-OVERLAY_DISTRIBUTED_IMPLS = ("SpinLock", "PubSubLock", "AdaptiveLock", "FairLock")
+OVERLAY_DISTRIBUTED_IMPLS = redis_lock_names()
 OVERLAY_PNG = f"{DISTRIBUTED_SUITE}_vs_{LOCAL_SUITE}.png"
 SPLIT_PANELS = (("items_per_second", "acquisitions/s"), ("p95_ms", "p95 acquire, ms"),
                 ("redis_cmds_per_acquire", "Redis commands / acquisition"))

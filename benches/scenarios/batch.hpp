@@ -112,15 +112,12 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/adaptive_lock.hpp"
+#include "benches/harness/redis_lock_registry.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/error.hpp"
-#include "distributed/fair_lock.hpp"
 #include "distributed/fencing.hpp"
 #include "distributed/permit_semaphore.hpp"
-#include "distributed/pub_sub_lock.hpp"
-#include "distributed/spin_lock.hpp"
 
 namespace locklab::scenarios::batch {
 
@@ -722,49 +719,40 @@ struct LockKeySet {
   std::string note;
 };
 
+// The keys one lock object touches together: its name, its queue (if it
+// has one), its fence counter (when fenced, or always for a lock whose
+// every script takes it), and the per-waiter keys its scripts build from
+// the name (for the calling thread's owner token). Channels apart.
+template <class L>
+LockKeySet key_set_of(const L& l, const bench::RedisLockInfo& info, const std::string& owner) {
+  LockKeySet set;
+  set.name = l.name();
+  set.keys = {l.name()};
+  if constexpr (requires { l.queue_key(); }) set.keys.push_back(l.queue_key());
+  if (l.fenced() || info.fence_in_every_script) set.keys.push_back(l.fence_key());
+  for (std::string_view suffix : info.per_waiter_keys) set.keys.push_back(l.name() + std::string(suffix) + owner);
+  if constexpr (requires { l.channel(); }) set.channels.push_back(l.channel());
+  return set;
+}
+
 // The keys each lock uses for the lock `name`, read from the lock objects
-// (constructing one sends nothing). `c` is only bound, never used.
+// (constructing one sends nothing; `c` is only bound, never used): every
+// lock of the registry (benches/redis_locks.json), and "<Lock>(fenced)" for
+// one whose fence key is a key of its own only when fenced; then the two
+// Redis locks outside the registry's surface, PermitSemaphore and RedLock.
 inline std::vector<LockKeySet> lock_key_sets(Client& c, const std::string& name) {
   std::vector<LockKeySet> out;
-  {
-    redis::SpinLock l(c, name);
-    out.push_back({"SpinLock", name, {l.name()}, {}, "SET NX PX; release script on the one key"});
-  }
-  {
-    redis::SpinLock::Options o;
-    o.fenced = true;
-    redis::SpinLock l(c, name, o);
-    out.push_back({"SpinLock(fenced)", name, {l.name(), l.fence_key()}, {}, "acquire script: SET NX + INCR fence"});
-  }
-  {
-    redis::AdaptiveLock l(c, name);
-    out.push_back({"AdaptiveLock", name, {l.name()}, {l.channel()}, "release script DELs and PUBLISHes"});
-  }
-  {
-    redis::AdaptiveLock::Options o;
-    o.fenced = true;
-    redis::AdaptiveLock l(c, name, o);
-    out.push_back({"AdaptiveLock(fenced)", name, {l.name(), l.fence_key()}, {l.channel()}, "acquire script: SET NX + INCR fence"});
-  }
-  {
-    redis::PubSubLock l(c, name);
-    out.push_back({"PubSubLock", name, {l.name()}, {l.channel()}, "hash key; release script PUBLISHes"});
-  }
-  {
-    redis::PubSubLock::Options o;
-    o.fenced = true;
-    redis::PubSubLock l(c, name, o);
-    out.push_back({"PubSubLock(fenced)", name, {l.name(), l.fence_key()}, {l.channel()}, "acquire script: HINCRBY + INCR fence"});
-  }
-  {
-    redis::FairLock l(c, name);
-    const std::string owner = c.thread_owner();
-    // alive/wake are built inside the scripts from the name (not in KEYS).
-    out.push_back({"FairLock", name,
-                   {l.name(), l.queue_key(), l.fence_key(), l.name() + ":alive:" + owner, l.name() + ":wake:" + owner},
-                   {},
-                   "every script: lock, queue, fence (KEYS) + per-waiter alive/wake"});
-  }
+  const std::string owner = c.thread_owner();
+  bench::for_each_redis_lock([&]<class L>(const bench::RedisLockInfo& info) {
+    for (const bool fenced : {false, true}) {
+      if (fenced && info.fence_in_every_script) continue;  // the plain row already has the fence key
+      L l(c, name, bench::redis_lock_options<L>({.fenced = fenced}));
+      LockKeySet set = key_set_of(l, info, owner);
+      set.lock = std::string(info.name) + (fenced ? "(fenced)" : "");
+      set.note = std::string(fenced ? info.fenced_keys_note : info.keys_note);
+      out.push_back(std::move(set));
+    }
+  });
   {
     redis::PermitSemaphore l(c, name);
     out.push_back({"PermitSemaphore", name, {l.name(), l.timeout_key()}, {l.channel()}, "scripts: permit count + timeout ZSET"});
@@ -817,32 +805,11 @@ inline std::pair<int, std::string> live_try(LocalCluster& cluster, const LockKey
     }
   };
   try {
-    if (set.lock.rfind("SpinLock", 0) == 0) {
-      redis::SpinLock::Options o;
-      o.lease = 2s;
-      o.fenced = fenced;
-      redis::SpinLock l(c, set.name, o);
-      return attempt(l);
-    }
-    if (set.lock.rfind("AdaptiveLock", 0) == 0) {
-      redis::AdaptiveLock::Options o;
-      o.lease = 2s;
-      o.fenced = fenced;
-      redis::AdaptiveLock l(c, set.name, o);
-      return attempt(l);
-    }
-    if (set.lock.rfind("PubSubLock", 0) == 0) {
-      redis::PubSubLock::Options o;
-      o.lease = 2s;
-      o.fenced = fenced;
-      redis::PubSubLock l(c, set.name, o);
-      return attempt(l);
-    }
-    if (set.lock == "FairLock") {
-      redis::FairLock::Options o;
-      o.lease = 2s;
-      redis::FairLock l(c, set.name, o);
-      return attempt(l);
+    // "<Lock>" or "<Lock>(fenced)" of the registry.
+    const std::string lock = set.lock.substr(0, set.lock.find('('));
+    if (std::ranges::any_of(bench::redis_locks(), [&](const bench::RedisLockInfo& i) { return i.name == lock; })) {
+      auto l = bench::make_redis_lock(lock, c, set.name, {.lease = 2s, .fenced = fenced});
+      return attempt(*l);
     }
     if (set.lock == "PermitSemaphore") {
       redis::PermitSemaphore s(c, set.name);

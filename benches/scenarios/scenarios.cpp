@@ -692,7 +692,7 @@ void run_stock_scenario(const Options& o) {
   std::vector<stock::StockResult> results;
   std::vector<Entry> entries;
   int family = 0;
-  for (stock::StockLock row : stock::stock_rows()) {
+  for (const stock::StockRow& row : stock::stock_rows()) {
     for (int run = 0; run < runs; ++run) {
       const stock::StockResult r = stock::run_stock(server.client_options(), row, c);
       results.push_back(r);
@@ -760,7 +760,7 @@ void run_vus_scenario(const Options& o) {
   std::vector<Entry> entries;
   int family = 0;
   for (int n : vus_list) {
-    for (vus::VuLock lock : vus::vu_locks()) {
+    for (const vus::VuLock& lock : vus::vu_locks()) {
       vus::VusConfig c;
       c.vus = n;
       c.requests = requests;

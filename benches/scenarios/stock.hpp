@@ -91,44 +91,24 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
-#include "distributed/adaptive_lock.hpp"
+#include "benches/harness/redis_lock_registry.hpp"
 #include "distributed/client.hpp"
 #include "distributed/error.hpp"
-#include "distributed/fair_lock.hpp"
 #include "distributed/lock_lost.hpp"
-#include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
 
 namespace locklab::scenarios::stock {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-enum class StockLock { kNone, kSpinPoll50, kSpinBackoff, kPubSub, kAdaptive, kFair };
-
-inline const char* stock_lock_name(StockLock l) {
-  switch (l) {
-    case StockLock::kNone: return "none";
-    case StockLock::kSpinPoll50: return "SpinLock(poll:50ms)";
-    case StockLock::kSpinBackoff: return "SpinLock(backoff)";
-    case StockLock::kPubSub: return "PubSubLock";
-    case StockLock::kAdaptive: return "AdaptiveLock";
-    case StockLock::kFair: return "FairLock";
-  }
-  return "?";
-}
-
-// The table's rows, in order: the lesson first.
-inline std::vector<StockLock> stock_rows() {
-  return {StockLock::kNone,    StockLock::kSpinPoll50, StockLock::kSpinBackoff,
-          StockLock::kPubSub,  StockLock::kAdaptive, StockLock::kFair};
-}
 
 struct StockConfig {
   int stock = 1'000;
@@ -159,9 +139,12 @@ struct StockResult {
 namespace detail {
 
 // The no-lock row goes through the same task loop as the locks.
-struct NoLock {
-  bool try_lock_for(std::chrono::milliseconds) { return true; }
-  void unlock() {}
+class NoLock final : public bench::AnyRedisLock {
+ public:
+  void lock() override {}
+  void unlock() override {}
+  bool try_lock() override { return true; }
+  bool try_lock_for(std::chrono::milliseconds) override { return true; }
 };
 
 inline std::int64_t read_stock(redis::Client& c, const std::string& key) {
@@ -235,11 +218,59 @@ StockResult run_with(redis::Client& client, Lock& lock, const StockConfig& c, in
 
 }  // namespace detail
 
-// One run: sets the stock, runs the tasks under `which`, reads the stock
-// back. `server` names a Redis this run may write `c.key` and the keys
+// A row of the table: its name and how to build its lock (nullptr: the
+// no-lock row) for a config and a lock key.
+struct StockRow {
+  std::string name;
+  std::function<std::unique_ptr<bench::AnyRedisLock>(redis::Client&, const std::string&, const StockConfig&)> make;
+};
+
+// The table's rows, in order: the lesson first ("none"), then every lock of
+// the registry (benches/redis_locks.json) with the config's lease, SpinLock
+// as the case study's two strategies.
+inline std::vector<StockRow> stock_rows() {
+  std::vector<StockRow> rows;
+  rows.push_back({"none", nullptr});
+  bench::for_each_redis_lock([&]<class L>(const bench::RedisLockInfo& info) {
+    const std::string name(info.name);
+    if constexpr (std::is_same_v<L, redis::SpinLock>) {
+      rows.push_back({name + "(poll:50ms)", [](redis::Client& client, const std::string& key, const StockConfig& c) {
+                        redis::SpinLock::Options so;  // the case study's: fixed 50 ms retry
+                        so.lease = c.lease;
+                        so.retry_interval = 50ms;
+                        return std::make_unique<bench::ErasedRedisLock<L>>(client, key, so);
+                      }});
+      rows.push_back({name + "(backoff)", [](redis::Client& client, const std::string& key, const StockConfig& c) {
+                        // The case study's backoff: 100, 150, 225 ... ms, capped at 1 s.
+                        redis::SpinLock::Options so;
+                        so.lease = c.lease;
+                        so.retry_interval = 100ms;
+                        so.backoff = redis::SpinLock::Backoff::kExponential;
+                        so.multiplier = 1.5;
+                        so.max_interval = 1'000ms;
+                        so.jitter = 0.5;  // waiters that failed together do not retry together
+                        return std::make_unique<bench::ErasedRedisLock<L>>(client, key, so);
+                      }});
+    } else {
+      // PubSubLock: Redisson tryLock(wait, lease), a fixed lease, no watchdog;
+      // AdaptiveLock: the k6 lock table's spin budget, 5 ms in [0.2, 20] ms.
+      rows.push_back({name, [](redis::Client& client, const std::string& key, const StockConfig& c) {
+                        return std::make_unique<bench::ErasedRedisLock<L>>(
+                            client, key, bench::redis_lock_options<L>({.lease = c.lease}));
+                      }});
+    }
+  });
+  return rows;
+}
+
+// The row called `name`; std::invalid_argument naming the rows otherwise.
+inline StockRow stock_row(const std::string& name) { return bench::row_named(stock_rows(), name, "stock scenario"); }
+
+// One run: sets the stock, runs the tasks under `row`'s lock, reads the
+// stock back. `server` names a Redis this run may write `c.key` and the keys
 // under `c.key + ":lock:"` on (the scenario's own EmbeddedServer). Throws
 // redis::Error if the server cannot be reached at all.
-inline StockResult run_stock(const redis::Client::Options& server, StockLock which, const StockConfig& c) {
+inline StockResult run_stock(const redis::Client::Options& server, const StockRow& row, const StockConfig& c) {
   if (c.stock < 0 || c.tasks < 0 || c.threads < 0) throw std::invalid_argument("stock scenario: negative size");
   const int threads =
       c.threads > 0 ? c.threads : 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -248,60 +279,14 @@ inline StockResult run_stock(const redis::Client::Options& server, StockLock whi
   // A FairLock waiter keeps a pooled connection inside BLPOP.
   o.max_connections = std::max<std::size_t>(o.max_connections, static_cast<std::size_t>(threads) + 8);
   redis::Client client(o);
-  const std::string lock_name = c.key + ":lock:" + stock_lock_name(which);
+  const std::string lock_name = c.key + ":lock:" + row.name;
   client.command({"DEL", c.key, lock_name});
   client.command({"SET", c.key, std::to_string(c.stock)});
 
-  StockResult r;
-  switch (which) {
-    case StockLock::kNone: {
-      detail::NoLock none;
-      r = detail::run_with(client, none, c, threads);
-      break;
-    }
-    case StockLock::kSpinPoll50: {
-      redis::SpinLock::Options so;  // the case study's: fixed 50 ms retry
-      so.lease = c.lease;
-      so.retry_interval = 50ms;
-      redis::SpinLock lock(client, lock_name, so);
-      r = detail::run_with(client, lock, c, threads);
-      break;
-    }
-    case StockLock::kSpinBackoff: {
-      redis::SpinLock::Options so;  // the case study's backoff: 100, 150, 225 ... ms, capped at 1 s
-      so.lease = c.lease;
-      so.retry_interval = 100ms;
-      so.backoff = redis::SpinLock::Backoff::kExponential;
-      so.multiplier = 1.5;
-      so.max_interval = 1'000ms;
-      so.jitter = 0.5;  // waiters that failed together do not retry together
-      redis::SpinLock lock(client, lock_name, so);
-      r = detail::run_with(client, lock, c, threads);
-      break;
-    }
-    case StockLock::kPubSub: {
-      redis::PubSubLock::Options po;  // Redisson tryLock(wait, lease): a fixed lease, no watchdog
-      po.lease = c.lease;
-      redis::PubSubLock lock(client, lock_name, po);
-      r = detail::run_with(client, lock, c, threads);
-      break;
-    }
-    case StockLock::kAdaptive: {
-      redis::AdaptiveLock::Options ao;  // the k6 lock table's spin budget: 5 ms in [0.2, 20] ms
-      ao.lease = c.lease;
-      redis::AdaptiveLock lock(client, lock_name, ao);
-      r = detail::run_with(client, lock, c, threads);
-      break;
-    }
-    case StockLock::kFair: {
-      redis::FairLock::Options fo;
-      fo.lease = c.lease;
-      redis::FairLock lock(client, lock_name, fo);
-      r = detail::run_with(client, lock, c, threads);
-      break;
-    }
-  }
-  r.lock = stock_lock_name(which);
+  std::unique_ptr<bench::AnyRedisLock> lock = row.make ? row.make(client, lock_name, c)
+                                                       : std::make_unique<detail::NoLock>();
+  StockResult r = detail::run_with(client, *lock, c, threads);
+  r.lock = row.name;
   return r;
 }
 

@@ -86,40 +86,26 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <latch>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "benches/harness/latency_sampler.hpp"
-#include "distributed/adaptive_lock.hpp"
+#include "benches/harness/redis_lock_registry.hpp"
 #include "distributed/client.hpp"
 #include "distributed/error.hpp"
-#include "distributed/fair_lock.hpp"
 #include "distributed/lock_lost.hpp"
-#include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
 
 namespace locklab::scenarios::vus {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-enum class VuLock { kSpinPoll, kPubSub, kAdaptive, kFair };
-
-inline const char* vu_lock_name(VuLock l) {
-  switch (l) {
-    case VuLock::kSpinPoll: return "SpinLock(poll-100ms)";
-    case VuLock::kPubSub: return "PubSubLock";
-    case VuLock::kAdaptive: return "AdaptiveLock";
-    case VuLock::kFair: return "FairLock";
-  }
-  return "?";
-}
-
-// The case study's three strategies in its order, then ours.
-inline std::vector<VuLock> vu_locks() { return {VuLock::kSpinPoll, VuLock::kPubSub, VuLock::kAdaptive, VuLock::kFair}; }
 
 struct VusConfig {
   int vus = 1;
@@ -231,49 +217,60 @@ VusResult run_with(redis::Client& client, Lock& lock, const VusConfig& c) {
 
 }  // namespace detail
 
+// A lock of the table: its name and how to build it for a config and a
+// lock key.
+struct VuLock {
+  std::string name;
+  std::function<std::unique_ptr<bench::AnyRedisLock>(redis::Client&, const std::string&, const VusConfig&)> make;
+};
+
+// The table's locks: every lock of the registry (benches/redis_locks.json)
+// in its order, which puts the case study's three strategies first.
+// SpinLock polls every c.poll, as LettuceLockCouponService (TTL 3 s, sleep
+// 100 ms); a lock with a watchdog (PubSubLock) gets lease 0, renewed while
+// held, as Redisson's tryLock(wait) without a leaseTime; every other lock
+// c.lease.
+inline std::vector<VuLock> vu_locks() {
+  std::vector<VuLock> locks;
+  bench::for_each_redis_lock([&]<class L>(const bench::RedisLockInfo& info) {
+    if constexpr (std::is_same_v<L, redis::SpinLock>) {
+      locks.push_back({std::string(info.name) + "(poll-100ms)",
+                       [](redis::Client& client, const std::string& key, const VusConfig& c) {
+                         redis::SpinLock::Options so;
+                         so.lease = c.lease;
+                         so.retry_interval = c.poll;
+                         return std::make_unique<bench::ErasedRedisLock<L>>(client, key, so);
+                       }});
+    } else {
+      locks.push_back({std::string(info.name), [watchdog = info.watchdog](redis::Client& client, const std::string& key,
+                                                                          const VusConfig& c) {
+                         const std::chrono::milliseconds lease = watchdog ? std::chrono::milliseconds(0) : c.lease;
+                         return std::make_unique<bench::ErasedRedisLock<L>>(
+                             client, key, bench::redis_lock_options<L>({.lease = lease}));
+                       }});
+    }
+  });
+  return locks;
+}
+
+// The lock called `name`; std::invalid_argument naming the locks otherwise.
+inline VuLock vu_lock(const std::string& name) { return bench::row_named(vu_locks(), name, "vus_table"); }
+
 // One cell: c.vus threads, c.requests requests under `which`, on the Redis
 // `server` (keys under c.key + ":"). Throws redis::Error if the server
 // cannot be reached at all, std::invalid_argument for a size < 1.
-inline VusResult run_vus(const redis::Client::Options& server, VuLock which, const VusConfig& c) {
+inline VusResult run_vus(const redis::Client::Options& server, const VuLock& which, const VusConfig& c) {
   if (c.vus < 1 || c.requests < 1) throw std::invalid_argument("vus_table: vus and requests must be >= 1");
   redis::Client::Options o = server;
   o.command_timeout = 2s;
   // Every FairLock waiter keeps a pooled connection inside BLPOP.
   o.max_connections = std::max<std::size_t>(o.max_connections, static_cast<std::size_t>(c.vus) + 8);
   redis::Client client(o);
-  const std::string name = c.key + ":" + vu_lock_name(which) + ":" + std::to_string(c.vus);
+  const std::string name = c.key + ":" + which.name + ":" + std::to_string(c.vus);
   client.command({"DEL", name});
-  VusResult r;
-  switch (which) {
-    case VuLock::kSpinPoll: {
-      redis::SpinLock::Options so;  // LettuceLockCouponService: TTL 3 s, sleep 100 ms
-      so.lease = c.lease;
-      so.retry_interval = c.poll;
-      redis::SpinLock lock(client, name, so);
-      r = detail::run_with(client, lock, c);
-      break;
-    }
-    case VuLock::kPubSub: {
-      redis::PubSubLock lock(client, name);  // lease 0: the watchdog, as tryLock(wait) without leaseTime
-      r = detail::run_with(client, lock, c);
-      break;
-    }
-    case VuLock::kAdaptive: {
-      redis::AdaptiveLock::Options ao;
-      ao.lease = c.lease;
-      redis::AdaptiveLock lock(client, name, ao);
-      r = detail::run_with(client, lock, c);
-      break;
-    }
-    case VuLock::kFair: {
-      redis::FairLock::Options fo;
-      fo.lease = c.lease;
-      redis::FairLock lock(client, name, fo);
-      r = detail::run_with(client, lock, c);
-      break;
-    }
-  }
-  r.lock = vu_lock_name(which);
+  std::unique_ptr<bench::AnyRedisLock> lock = which.make(client, name, c);
+  VusResult r = detail::run_with(client, *lock, c);
+  r.lock = which.name;
   return r;
 }
 

@@ -12,8 +12,9 @@
 //   - a holder with a lease beyond the steady clock's range is waited for,
 //     not retried back to back;
 //   - a user without pub/sub permission releases normally.
-// A lock joins with RedisLockOutcomeTraits<L>::leased (its Options with a
-// given lease) and one INSTANTIATE_TYPED_TEST_SUITE_P line.
+// A lock joins through the registry (benches/redis_locks.json; the
+// instantiations in redis_lock_outcomes_test.cpp read its type lists), with
+// RedisLockOutcomeTraits<L>::leased (its Options with a given lease).
 //
 // A second suite, RedisLockFaultOutcomes, holds every Redis lock, reentrant
 // or not (PubSubLock too), to what a production fault must not leave behind:

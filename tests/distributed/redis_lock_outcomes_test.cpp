@@ -1,21 +1,27 @@
-// The shared outcome contract (redis_lock_outcomes.hpp) for every
-// non-reentrant Redis lock. PubSubLock is reentrant: its relock and unlock
-// outcomes differ and stay in pub_sub_lock_test.cpp. The fault outcomes
-// and the exclusion tests hold for every lock, PubSubLock included.
+// The shared outcome contract (redis_lock_outcomes.hpp) for every Redis lock
+// of the registry (benches/redis_locks.json): the fault outcomes and mutual
+// exclusion for all of them, the relock and unlock outcomes for the
+// non-reentrant ones. A reentrant lock's relock and unlock outcomes differ
+// and stay in its own test file (PubSubLock's in pub_sub_lock_test.cpp). A
+// lock added to the registry joins every suite here with no edit.
 #include "tests/distributed/redis_lock_outcomes.hpp"
 
-#include "distributed/adaptive_lock.hpp"
-#include "distributed/fair_lock.hpp"
-#include "distributed/pub_sub_lock.hpp"
-#include "distributed/spin_lock.hpp"
+#include "benches/harness/redis_lock_registry.hpp"
 
 namespace locklab::redis::testing {
 namespace {
 
-using NonReentrantRedisLocks = ::testing::Types<SpinLock, AdaptiveLock, FairLock>;
+template <class List>
+struct GtestTypesOf;
+template <class... L>
+struct GtestTypesOf<bench::RedisLockTypeList<L...>> {
+  using type = ::testing::Types<L...>;
+};
+
+using NonReentrantRedisLocks = GtestTypesOf<bench::NonReentrantRedisLockTypes>::type;
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, RedisLockOutcomes, NonReentrantRedisLocks);
 
-using AllRedisLocks = ::testing::Types<SpinLock, AdaptiveLock, FairLock, PubSubLock>;
+using AllRedisLocks = GtestTypesOf<bench::RedisLockTypes>::type;
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, RedisLockFaultOutcomes, AllRedisLocks);
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, RedisLockExclusion, AllRedisLocks);
 

@@ -32,10 +32,10 @@ class StockScenario : public RedisTest {
 };
 
 TEST_F(StockScenario, EveryLockEndsAtExactlyZero) {
-  for (stock::StockLock l : stock::stock_rows()) {
-    if (l == stock::StockLock::kNone) continue;
-    SCOPED_TRACE(stock::stock_lock_name(l));
-    const stock::StockResult r = stock::run_stock(options(), l, small());
+  for (const stock::StockRow& row : stock::stock_rows()) {
+    if (row.name == "none") continue;
+    SCOPED_TRACE(row.name);
+    const stock::StockResult r = stock::run_stock(options(), row, small());
     EXPECT_EQ(r.final_stock, 0);
     EXPECT_EQ(r.decrements, 100);
     EXPECT_EQ(r.lost_updates(), 0);
@@ -53,7 +53,7 @@ TEST_F(StockScenario, EveryLockEndsAtExactlyZero) {
 }
 
 TEST_F(StockScenario, WithoutALockTheStockStaysWithinItsBoundsAndLossesAreCounted) {
-  const stock::StockResult r = stock::run_stock(options(), stock::StockLock::kNone, small());
+  const stock::StockResult r = stock::run_stock(options(), stock::stock_row("none"), small());
   EXPECT_GE(r.final_stock, 0);
   EXPECT_LE(r.final_stock, 100);
   // A lost update leaves the stock above 0, so every task sees stock > 0 and writes.
@@ -67,7 +67,7 @@ TEST_F(StockScenario, MoreTasksThanStockSellOutAndNeverGoNegative) {
   stock::StockConfig c = small();
   c.stock = 30;
   c.tasks = 50;
-  const stock::StockResult r = stock::run_stock(options(), stock::StockLock::kFair, c);
+  const stock::StockResult r = stock::run_stock(options(), stock::stock_row("FairLock"), c);
   EXPECT_EQ(r.final_stock, 0);
   EXPECT_EQ(r.decrements, 30);
   EXPECT_EQ(r.sold_out, 20);
@@ -79,7 +79,7 @@ TEST_F(StockScenario, AGapBetweenReadAndWriteIsHonoured) {
   c.tasks = c.stock = 20;
   c.threads = 1;  // one thread: 20 gaps back to back
   c.gap = std::chrono::microseconds(2'000);
-  const stock::StockResult r = stock::run_stock(options(), stock::StockLock::kSpinPoll50, c);
+  const stock::StockResult r = stock::run_stock(options(), stock::stock_row("SpinLock(poll:50ms)"), c);
   EXPECT_EQ(r.final_stock, 0);
   EXPECT_GE(r.wall_ms, 20 * 2.0);  // a lower bound that sleep_for guarantees, not a speed
 }
@@ -88,8 +88,8 @@ class VusTable : public RedisTest {};
 
 TEST_F(VusTable, EveryRequestIsAcquiredAndTimedOnOneAndFiveVus) {
   for (int n : {1, 5}) {
-    for (vus::VuLock l : vus::vu_locks()) {
-      SCOPED_TRACE(std::string(vus::vu_lock_name(l)) + " x " + std::to_string(n));
+    for (const vus::VuLock& l : vus::vu_locks()) {
+      SCOPED_TRACE(l.name + " x " + std::to_string(n));
       vus::VusConfig c;
       c.vus = n;
       c.requests = 12;
@@ -118,10 +118,10 @@ TEST_F(VusTable, EveryRequestIsAcquiredAndTimedOnOneAndFiveVus) {
 TEST_F(VusTable, BadSizesAreRejected) {
   vus::VusConfig c;
   c.vus = 0;
-  EXPECT_THROW(vus::run_vus(options(), vus::VuLock::kFair, c), std::invalid_argument);
+  EXPECT_THROW(vus::run_vus(options(), vus::vu_lock("FairLock"), c), std::invalid_argument);
   c.vus = 1;
   c.requests = 0;
-  EXPECT_THROW(vus::run_vus(options(), vus::VuLock::kFair, c), std::invalid_argument);
+  EXPECT_THROW(vus::run_vus(options(), vus::vu_lock("FairLock"), c), std::invalid_argument);
 }
 
 }  // namespace
