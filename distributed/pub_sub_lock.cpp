@@ -286,8 +286,8 @@ void PubSubLock::watch(const std::string& owner) {
   // Scheduled under wd_mu_ so that unwatch() always finds the job's id; the
   // timer thread never holds the renewer's mutex while it runs a job (which
   // takes wd_mu_), so this order cannot deadlock.
-  w.job = client_.lease_renewer().schedule(this, options_.watchdog_lease / 3,
-                                           [this, owner, generation = w.generation] { return renew(owner, generation); });
+  w.job = client_.lease_renewer().schedule(
+      this, options_.watchdog_lease / 3, [this, owner, generation = w.generation] { return renew(owner, generation); });
 }
 
 void PubSubLock::unwatch(const std::string& owner) {

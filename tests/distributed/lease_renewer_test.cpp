@@ -25,7 +25,8 @@ TEST(LeaseRenewer, StartsItsThreadWithTheFirstJobAndRunsItEachPeriodUntilItStops
   int group = 0;
   renewer.schedule(&group, 5ms, [&] { return ++runs < 3; });
   EXPECT_TRUE(renewer.thread_started());
-  ASSERT_TRUE(eventually([&] { return renewer.scheduled() == 0; }, 5s)) << "the job that returned false is still scheduled";
+  ASSERT_TRUE(eventually([&] { return renewer.scheduled() == 0; }, 5s))
+      << "the job that returned false is still scheduled";
   std::this_thread::sleep_for(30ms);  // 6 periods
   EXPECT_EQ(runs.load(), 3) << "ran again after returning false";
 }
@@ -53,7 +54,7 @@ TEST(LeaseRenewer, ACancelledJobNeverStartsAgainAndOthersRunOn) {
   });
   ASSERT_TRUE(eventually([&] { return cancelled_runs.load() >= 1; }, 5s));
   renewer.cancel(id);
-  renewer.cancel(id);  // twice: ignored
+  renewer.cancel(id);                 // twice: ignored
   std::this_thread::sleep_for(10ms);  // a run in progress at cancel() may still end
   const int after_cancel = cancelled_runs.load();
   const int other_before = other_runs.load();

@@ -744,7 +744,8 @@ TEST_F(PubSubLockTest, ARenewalThatFindsAnotherOwnerSaysTheLockWasTakenByOther) 
   } catch (const LockLost& e) {
     EXPECT_TRUE(e.taken_by_other());
   }
-  EXPECT_EQ(client().command({"HGET", key(), "another-owner"}).as_string(), "1") << "the other owner's hold was touched";
+  EXPECT_EQ(client().command({"HGET", key(), "another-owner"}).as_string(), "1")
+      << "the other owner's hold was touched";
 }
 
 // Redis unreachable: the lease may still run (kRenewalFailed, the hold
