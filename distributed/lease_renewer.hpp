@@ -3,8 +3,8 @@
 //
 // Why one timer per Client
 // ------------------------
-// A watchdog thread per lock object costs a thread (a stack, a scheduler
-// entry) for every lock that is held in watchdog mode: 1,000 held locks were
+// A watchdog thread per lock object would cost a thread (a stack, a
+// scheduler entry) for every lock held in watchdog mode: 1,000 held locks,
 // 1,000 threads that sleep 99.9% of the time. A renewal is one round trip
 // every few seconds, so one thread can serve them all: it sleeps until the
 // earliest due job, runs every job that is due, one after another, and

@@ -286,7 +286,7 @@ TEST_F(PubSubLockTest, TheWatchdogKeepsTheLockPastItsLeaseAndStopsAtUnlock) {
   EXPECT_GE(lock.watchdog_renewals(), 2u);
   lock.unlock();
   // A renewal the server ran just before the release may still be counted
-  // by the watchdog thread after unlock() returns: let it land (one round
+  // by the renewal timer thread after unlock() returns: let it land (one round
   // trip), then no more may come (the period is 100 ms).
   std::this_thread::sleep_for(50ms);
   const auto renewals = lock.watchdog_renewals();
