@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "distributed/connection.hpp"
+#include "distributed/lease_renewer.hpp"
 #include "distributed/subscriber.hpp"
 
 namespace locklab::redis {
@@ -36,6 +37,15 @@ std::string random_id() {
     }
   }
   return id;
+}
+
+// What a child made by fork() inherited with a thread it does not have
+// (client.hpp, "After fork()"): never destroyed, since its destructor would
+// join that thread, yet kept reachable so leak checkers do not report it.
+template <class T>
+void set_aside_for_ever(std::unique_ptr<T> inherited) {
+  static auto* const kept = new std::vector<std::unique_ptr<T>>;  // never freed: see above
+  kept->push_back(std::move(inherited));
 }
 
 std::uint64_t this_thread_number() {
@@ -113,6 +123,13 @@ Client::Client(Options options)
 
 Client::~Client() {
   {
+    // First: its jobs send through the pool below (none should be left:
+    // every lock is destroyed by now, see the header).
+    std::lock_guard g(renewer_mu_);
+    abandon_inherited_renewer();
+    lease_renewer_.reset();
+  }
+  {
     std::lock_guard g(subscriber_mu_);
     abandon_inherited_subscriber();
     subscriber_.reset();
@@ -158,8 +175,15 @@ void Client::drop_inherited_connections() {
 void Client::abandon_inherited_subscriber() {
   if (!subscriber_ || subscriber_pid_ == ::getpid()) return;
   subscriber_->close_descriptors_in_forked_child();
-  static auto* const set_aside = new std::vector<std::unique_ptr<Subscriber>>;  // never freed: see above
-  set_aside->push_back(std::move(subscriber_));
+  set_aside_for_ever(std::move(subscriber_));
+}
+
+// The parent's timer thread does not exist in the child, and it may have
+// held the renewer's mutex at the fork: the renewer is set aside untouched
+// (not even cancelled: cancel() would lock that mutex), kept reachable.
+void Client::abandon_inherited_renewer() {
+  if (!lease_renewer_ || renewer_pid_ == ::getpid()) return;
+  set_aside_for_ever(std::move(lease_renewer_));
 }
 
 std::size_t Client::open_connections() const {
@@ -328,6 +352,22 @@ Subscriber* Client::subscriber_if_started() {
   std::lock_guard g(subscriber_mu_);
   abandon_inherited_subscriber();
   return subscriber_.get();
+}
+
+LeaseRenewer& Client::lease_renewer() {
+  std::lock_guard g(renewer_mu_);
+  abandon_inherited_renewer();
+  if (!lease_renewer_) {
+    lease_renewer_ = std::make_unique<LeaseRenewer>();
+    renewer_pid_ = ::getpid();
+  }
+  return *lease_renewer_;
+}
+
+LeaseRenewer* Client::lease_renewer_if_started() {
+  std::lock_guard g(renewer_mu_);
+  abandon_inherited_renewer();
+  return lease_renewer_.get();
 }
 
 }  // namespace locklab::redis

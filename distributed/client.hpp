@@ -20,6 +20,9 @@
 // - Pub/sub (subscriber.hpp): one dedicated connection per Client, created
 //   on first use, multiplexes every channel the process waits on: 50 waiters
 //   on one lock in one process are one SUBSCRIBE, not 50.
+// - Lease renewals (lease_renewer.hpp): one timer thread per Client, started
+//   by the first watchdog-mode hold, runs the renewals of every lock built on
+//   it through the connection pool: 1,000 held locks cost one thread.
 // - Owner identity: id() is 128 random bits from std::random_device, drawn
 //   once per Client (and again in a forked child, see "After fork()");
 //   thread_owner() appends a process-unique number for the calling thread
@@ -69,14 +72,20 @@
 //   be neither joined nor detached there), with the child's copies of its
 //   descriptors closed, nothing sent (UNSUBSCRIBE would unsubscribe the
 //   parent's connection).
+// - lease_renewer() starts a new, empty LeaseRenewer: the parent's has no
+//   timer thread in the child, so it is set aside the same way, never
+//   destroyed nor even locked (its thread may have held its mutex at the
+//   fork). The parent's renewals stay the parent's: the child renews only
+//   the holds it takes itself.
 // What the child may do: use the Client (commands, scripts, pipelines,
 // subscriber()) and build new lock objects on it. What it may not: fork
 // while another thread is inside a call on this Client (only the forking
 // thread exists in the child, and a mutex that another thread held stays
-// locked there); use a lock object built in the parent for anything but
-// being refused as a non-owner (it sees none of the parent's holds as its
-// own; a watchdog or a wait needs threads it does not have); destroy, in
-// the child, a lock object whose watchdog thread ran in the parent. End
+// locked there; the renewal timer is such a thread for a few microseconds
+// per renewal); use a lock object built in the parent for anything but
+// being refused as a non-owner or destroyed (it sees none of the parent's
+// holds as its own; a wait needs threads it does not have); destroy, in
+// the child, a lock object whose async worker thread ran in the parent. End
 // the child with exec or _exit if such objects exist. Cost: one getpid()
 // system call per command and per id() / thread_owner() (well under a
 // microsecond, against a ~30 us round trip).
@@ -108,6 +117,7 @@
 
 namespace locklab::redis {
 
+class LeaseRenewer;
 class Subscriber;
 namespace detail {
 class Connection;
@@ -155,8 +165,9 @@ class Client {
   // options.connect_timeout, or Error(kAuth). Throws std::invalid_argument
   // for nonsensical options (port outside 1..65535, zero timeouts or pool).
   explicit Client(Options options);
-  // Closes every connection and stops the pub/sub thread. Pre: no thread is
-  // inside a call on this Client and no lock built on it is still in use.
+  // Stops the renewal timer, closes every connection and stops the pub/sub
+  // thread. Pre: no thread is inside a call on this Client and every lock
+  // built on it is destroyed.
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -202,6 +213,13 @@ class Client {
   // The same if already started, else nullptr (never starts it: a lock's
   // fast path must not cost a thread or a connection).
   Subscriber* subscriber_if_started();
+  // The timer that renews the watchdog-mode leases of the locks built on
+  // this Client (lease_renewer.hpp): created on first call, its thread on
+  // its first schedule(); thread-safe. In a child made by fork(), a new one.
+  LeaseRenewer& lease_renewer();
+  // The same if already created in this process, else nullptr (a lock's
+  // destructor: nothing to cancel, and nothing is started).
+  LeaseRenewer* lease_renewer_if_started();
 
   const Options& options() const noexcept { return options_; }
   // 32 lower-case hex digits (128 random bits), fixed for this Client in
@@ -235,6 +253,8 @@ class Client {
   // In such a child: sets subscriber_ aside without destroying it (see
   // client.cpp). Pre: subscriber_mu_ held.
   void abandon_inherited_subscriber();
+  // The same for lease_renewer_. Pre: renewer_mu_ held.
+  void abandon_inherited_renewer();
 
   Options options_;
   mutable std::mutex id_mu_;
@@ -258,6 +278,10 @@ class Client {
   std::mutex subscriber_mu_;
   std::unique_ptr<Subscriber> subscriber_;
   pid_t subscriber_pid_ = 0;  // the process subscriber_ was started in
+
+  std::mutex renewer_mu_;
+  std::unique_ptr<LeaseRenewer> lease_renewer_;
+  pid_t renewer_pid_ = 0;  // the process lease_renewer_ was created in
 };
 
 }  // namespace locklab::redis

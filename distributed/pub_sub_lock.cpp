@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <vector>
 
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
@@ -78,12 +77,14 @@ if type(redis.pcall('publish', ARGV[2], '0')) == 'table' then return -3 end
 return 0
 )lua");
 
-// KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner. 1 renewed, 0 not ours.
+// KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner. 1 renewed; not ours:
+// 0 the key is gone, -1 another owner holds it (LeaseRisk::taken_by_other).
 const Script kRenew("pub_sub_lock.renew", R"lua(
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return 1
 end
+if redis.call('exists', KEYS[1]) == 1 then return -1 end
 return 0
 )lua");
 
@@ -115,12 +116,10 @@ PubSubLock::PubSubLock(Client& client, std::string name, Options options)
 }
 
 PubSubLock::~PubSubLock() {
-  {
-    std::lock_guard g(wd_mu_);
-    wd_stop_ = true;
-    wd_cv_.notify_all();
-  }
-  if (watchdog_.joinable()) watchdog_.join();
+  // The renewal jobs use this object: none may start or still run once it
+  // is gone (in a child made by fork() the parent's timer is not this
+  // process's: nothing of it runs here, and nothing is cancelled).
+  if (LeaseRenewer* renewer = client_.lease_renewer_if_started()) renewer->cancel_group(this);
   {
     std::lock_guard g(async_mu_);
     async_stop_ = true;
@@ -278,60 +277,76 @@ std::int64_t PubSubLock::token() const {
 
 void PubSubLock::watch(const std::string& owner) {
   std::lock_guard g(wd_mu_);
-  if (wd_stop_) return;
-  const auto period = options_.watchdog_lease / 3;
-  watched_[owner] = Watched{Clock::now() + period, ++watch_generation_};
-  if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watchdog_loop(); });
-  wd_cv_.notify_all();
+  auto it = watched_.find(owner);
+  // A re-entry: the outermost acquisition's job renews this hold already.
+  if (it != watched_.end() && it->second.renewing) return;
+  Watch& w = watched_[owner];
+  w = Watch{};
+  w.generation = ++watch_generation_;
+  // Scheduled under wd_mu_ so that unwatch() always finds the job's id; the
+  // timer thread never holds the renewer's mutex while it runs a job (which
+  // takes wd_mu_), so this order cannot deadlock.
+  w.job = client_.lease_renewer().schedule(
+      this, options_.watchdog_lease / 3, [this, owner, generation = w.generation] { return renew(owner, generation); });
 }
 
 void PubSubLock::unwatch(const std::string& owner) {
   std::lock_guard g(wd_mu_);
-  watched_.erase(owner);
+  auto it = watched_.find(owner);
+  if (it == watched_.end()) return;
+  // Not waiting for a renewal in progress: it finds no Watch of its
+  // generation and reports nothing (a stale PEXPIRE of an owner-checked
+  // renewal lands at most once, as before this unlock).
+  if (it->second.renewing) client_.lease_renewer().cancel(it->second.job);
+  watched_.erase(it);
 }
 
-void PubSubLock::watchdog_loop() {
-  const auto period = options_.watchdog_lease / 3;
-  const std::string lease = std::to_string(options_.watchdog_lease.count());
-  std::unique_lock g(wd_mu_);
-  while (!wd_stop_) {
-    if (watched_.empty()) {
-      wd_cv_.wait(g);
-      continue;
+bool PubSubLock::renew(const std::string& owner, std::uint64_t generation) {
+  LeaseRisk verdict{LeaseRisk::Kind::kRenewalFailed, name_, owner, false, {}};
+  try {
+    const std::int64_t renewed =
+        client_.eval(kRenew, {name_}, {std::to_string(options_.watchdog_lease.count()), owner}).as_integer();
+    if (renewed == 1) {
+      renewals_.fetch_add(1, std::memory_order_relaxed);
+      return true;
     }
-    auto next = Clock::time_point::max();
-    for (const auto& [owner, w] : watched_) next = std::min(next, w.next);
-    const auto now = Clock::now();
-    if (now < next) {
-      wd_cv_.wait_until(g, next);
-      continue;
-    }
-    std::vector<std::pair<std::string, std::uint64_t>> due;
-    for (auto& [owner, w] : watched_) {
-      if (w.next <= now) {
-        due.emplace_back(owner, w.generation);
-        w.next = now + period;
-      }
-    }
-    g.unlock();
-    std::vector<std::pair<std::string, std::uint64_t>> lost;
-    for (const auto& [owner, generation] : due) {
-      try {
-        if (client_.eval(kRenew, {name_}, {lease, owner}).as_integer() == 1) {
-          renewals_.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          lost.emplace_back(owner, generation);  // released meanwhile, or expired
-        }
-      } catch (const Error&) {
-        // Redis unreachable: try again next period.
-      }
-    }
-    g.lock();
-    for (const auto& [owner, generation] : lost) {
-      auto it = watched_.find(owner);
-      if (it != watched_.end() && it->second.generation == generation) watched_.erase(it);
+    verdict.kind = LeaseRisk::Kind::kLost;
+    verdict.taken_by_other = renewed == -1;
+  } catch (const std::exception& e) {
+    // Unreachable, timed out, connection lost (or a reply not as expected):
+    // the lease may still run; try again next period.
+    verdict.detail = e.what();
+  }
+  failed_renewals_.fetch_add(1, std::memory_order_relaxed);
+  const bool lost = verdict.kind == LeaseRisk::Kind::kLost;
+  {
+    std::lock_guard g(wd_mu_);
+    auto it = watched_.find(owner);
+    // Unlocked (or unlocked and taken again) while this renewal ran: the
+    // verdict is about a hold that is over.
+    if (it == watched_.end() || it->second.generation != generation) return false;
+    Watch& w = it->second;
+    if (lost) w.renewing = false;
+    // Each kind once per hold, and never kRenewalFailed after kLost.
+    if (w.risk && (w.risk->kind == LeaseRisk::Kind::kLost || !lost)) return !lost;
+    w.risk = verdict;  // recorded before the callback: the holder sees it first
+  }
+  if (options_.on_lease_risk) {
+    try {
+      options_.on_lease_risk(verdict);
+    } catch (...) {
+      // Dropped (see the header): the timer serves every lock of the Client.
     }
   }
+  return !lost;
+}
+
+std::optional<PubSubLock::LeaseRisk> PubSubLock::lease_risk() const {
+  const std::string owner = client_.thread_owner();
+  std::lock_guard g(wd_mu_);
+  auto it = watched_.find(owner);
+  if (it == watched_.end()) return std::nullopt;
+  return it->second.risk;
 }
 
 // --- async ---------------------------------------------------------------------

@@ -69,14 +69,52 @@
 // Options::lease > 0: the key expires lease after the last acquire or
 // re-entry, whatever the holder does; unlock() after that throws LockLost.
 // Options::lease == 0 (the default, Redisson's lock() without leaseTime):
-// the lease is watchdog_lease (30 s) and a watchdog thread of this lock
-// object renews it (PEXPIRE, owner-checked) every watchdog_lease / 3 while
-// this thread holds the lock. It stops renewing at the final unlock, when a
+// the lease is watchdog_lease (30 s) and the Client's renewal timer
+// (lease_renewer.hpp: ONE thread per Client, for every lock built on it)
+// renews it (PEXPIRE, owner-checked) every watchdog_lease / 3 while this
+// thread holds the lock. It stops renewing at the final unlock, when a
 // renewal finds the owner's field gone (the lock was lost: unlock() will
 // report LockLost), or when the lock object is destroyed. A process killed
 // with SIGKILL renews nothing: its lock frees at most watchdog_lease later.
-// A renewal that fails because Redis is unreachable is retried at the next
-// period (the lease may run out meanwhile: then unlock() reports it).
+// A renewal that fails because Redis is unreachable or slow is retried at
+// the next period (the lease may run out meanwhile: then unlock() reports
+// it).
+//
+// Lease at risk: the holder is told before unlock()
+// -------------------------------------------------
+// A renewal that fails is not silent. Two verdicts (LeaseRisk::Kind):
+// - kRenewalFailed: the renewal got a redis::Error (unreachable, timed
+//   out, connection lost). The lease may still run (it was renewed at most
+//   watchdog_lease / 3 before, or the command ran and only its reply was
+//   lost) or may run out before the next try: nobody knows. `detail` is the
+//   error's message.
+// - kLost: the renewal found the owner's field gone (taken_by_other false:
+//   the key is gone) or the key held by another owner (taken_by_other
+//   true). The lease has ended; renewing stops; unlock() will throw
+//   LockLost.
+// Two ways to learn it, both without a round trip:
+// - lease_risk() / lease_at_risk(), on the holding thread: the worst
+//   verdict since this thread's outermost watchdog-mode acquisition, until
+//   the final unlock() (or a LockLost) clears it. Sticky: a later renewal
+//   that succeeds does not clear kRenewalFailed (the window in which the
+//   lease was unknown is part of this hold). Check it before each write to
+//   the protected resource; it costs one mutex and a map lookup. A fixed-
+//   lease hold (lease > 0) is never renewed and never reported: its end is
+//   known to its holder. lease_at_risk() == false is no promise that the
+//   lease still runs (a renewal fails only every watchdog_lease / 3, and a
+//   paused process learns nothing): only a fencing token protects a write.
+// - Options::on_lease_risk, if set: called on the Client's renewal timer
+//   thread, after lease_risk() already reports the verdict, at most once
+//   per verdict per hold: once kRenewalFailed (the first failure), once
+//   kLost, in that order when both come; never again for that hold after
+//   kLost. It runs with no lock of this object held, but while it runs no
+//   renewal of ANY lock of the Client runs: it must return quickly (set a
+//   flag, notify a condition variable), must not block, must not call this
+//   lock (lock/unlock/destroy it), and must not wait for a thread that may
+//   be inside unlock() or ~PubSubLock of this lock (the destructor waits
+//   for a callback in progress). An exception it throws is dropped. It may
+//   still run just after the final unlock() returned (a verdict recorded
+//   before that unlock), never after ~PubSubLock returned.
 //
 // Outcomes (each tested in tests/distributed/pub_sub_lock_test.cpp)
 // --------
@@ -94,6 +132,11 @@
 // - unlock() after the lease expired (the field is gone): LockLost;
 //   taken_by_other() when another owner holds the key now. The hold record
 //   is cleared as above.
+// - Watchdog mode, a renewal fails (Redis unreachable or slow): the hold is
+//   kept, lease_risk() reports kRenewalFailed and on_lease_risk is called
+//   once; renewing goes on each period. A renewal that finds the key gone
+//   or another owner's: kLost (taken_by_other as LockLost's), the callback
+//   once more, renewing stops; unlock() then throws LockLost.
 // - The outer holds of a lost lease: each of their unlock() calls still to
 //   come throws LockLost as well (taken_by_other() as when the loss was
 //   found), with no round trip, so every critical section the loss cut
@@ -163,9 +206,11 @@
 // contention 2 per acquisition when waiters queue in the process, 3 for a
 // process's lone waiter (above), plus, when the first waiter of
 // the process arrives, one SUBSCRIBE (and an UNSUBSCRIBE when the last one
-// leaves). Threads: the Client's subscriber, plus per lock object a watchdog
-// thread (started by the first watchdog-mode acquisition) and an async
-// worker (started by the first try_lock_async).
+// leaves). Threads: the Client's subscriber and the Client's one renewal
+// timer (started by the first watchdog-mode acquisition of any lock built
+// on that Client), plus per lock object an async worker (started by the
+// first try_lock_async). Renewal: one round trip per held watchdog-mode
+// hold per watchdog_lease / 3, run one at a time on the timer thread.
 //
 // When to use it: the default Redis lock for contended keys held
 // milliseconds to seconds, when holders are threads that unlock what they
@@ -178,14 +223,17 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
 #include "distributed/client.hpp"
+#include "distributed/lease_renewer.hpp"
 #include "distributed/lock_support.hpp"
 #include "distributed/subscriber.hpp"
 
@@ -193,12 +241,30 @@ namespace locklab::redis {
 
 class PubSubLock {
  public:
+  // What a watchdog renewal found wrong with one hold ("Lease at risk" in
+  // the essay).
+  struct LeaseRisk {
+    enum class Kind {
+      kRenewalFailed,  // a redis::Error: the lease may still run, or not
+      kLost,           // the field is gone or the key another owner's
+    };
+    Kind kind;
+    std::string lock_name;
+    std::string owner;            // the holder's Client::thread_owner()
+    bool taken_by_other = false;  // kLost: another owner holds the key now
+    std::string detail;           // kRenewalFailed: the error's message
+  };
+
   struct Options {
     // > 0: fixed lease per acquisition. 0: watchdog mode (see the essay).
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds watchdog_lease{30'000};
     // Take a fencing token (INCR <name>:fence) in each outermost acquisition.
     bool fenced = false;
+    // Watchdog mode: told when a renewal fails or finds the hold lost, on
+    // the Client's renewal timer thread; must return quickly and must not
+    // call this lock ("Lease at risk" in the essay for the whole contract).
+    std::function<void(const LeaseRisk&)> on_lease_risk;
   };
 
   // Binds to `name` (hash key) and `name + ":channel"` on `client`, which
@@ -207,9 +273,11 @@ class PubSubLock {
   // years (detail::kMaxDuration).
   PubSubLock(Client& client, std::string name);
   PubSubLock(Client& client, std::string name, Options options);
-  // Stops the watchdog (held locks then expire after their lease) and the
-  // async worker (pending async requests complete with false). Pre: no
-  // thread is inside lock()/unlock() on this object.
+  // Cancels this object's renewals (held locks then expire after their
+  // lease), waiting for one in progress and its on_lease_risk call, and
+  // stops the async worker (pending async requests complete with false).
+  // Pre: no thread is inside lock()/unlock() on this object; not called
+  // from on_lease_risk.
   ~PubSubLock();
   PubSubLock(const PubSubLock&) = delete;
   PubSubLock& operator=(const PubSubLock&) = delete;
@@ -256,8 +324,17 @@ class PubSubLock {
   const std::string& fence_key() const noexcept { return fence_key_; }
   const std::string& name() const noexcept { return name_; }
   const std::string& channel() const noexcept { return channel_; }
+  // Watchdog mode: what the renewals found wrong with the calling thread's
+  // hold since its outermost acquisition (the worse verdict: kLost over
+  // kRenewalFailed), nullopt if nothing or if it holds nothing renewed. No
+  // round trip: one mutex and a map lookup. See "Lease at risk".
+  std::optional<LeaseRisk> lease_risk() const;
+  bool lease_at_risk() const { return lease_risk().has_value(); }
   // Successful watchdog renewals so far.
   std::uint64_t watchdog_renewals() const noexcept { return renewals_.load(std::memory_order_relaxed); }
+  // Renewals that failed or found the hold lost (each a LeaseRisk verdict,
+  // reported or not: a hold reports each kind once).
+  std::uint64_t failed_renewals() const noexcept { return failed_renewals_.load(std::memory_order_relaxed); }
   // Acquire-script runs so far (successful or not).
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
   // Arrivals that queued behind this process's waiters without a first
@@ -274,9 +351,13 @@ class PubSubLock {
     bool acquired;
     std::int64_t pttl_ms;  // not acquired: the holder's remaining lease, -1 if none
   };
-  struct Watched {
-    Clock::time_point next;
-    std::uint64_t generation;
+  // One watchdog-mode hold of one owner, from its outermost acquisition to
+  // its final unlock (or loss).
+  struct Watch {
+    LeaseRenewer::Id job = 0;      // its renewal on the Client's timer
+    std::uint64_t generation = 0;  // tells a late renewal of an earlier hold from this one's
+    bool renewing = true;          // false once a renewal found it lost
+    std::optional<LeaseRisk> risk;
   };
 
   std::chrono::milliseconds lease_ms() const noexcept { return options_.lease; }
@@ -294,9 +375,14 @@ class PubSubLock {
   std::chrono::milliseconds effective_lease(std::chrono::milliseconds lease) const noexcept {
     return lease.count() > 0 ? lease : options_.watchdog_lease;
   }
+  // Starts renewing the owner's hold, unless it is renewed already.
   void watch(const std::string& owner);
+  // Stops renewing it (a run in progress is not waited for) and forgets
+  // its risk.
   void unwatch(const std::string& owner);
-  void watchdog_loop();
+  // One renewal (on the timer thread): records and reports a verdict.
+  // Returns whether to renew again.
+  bool renew(const std::string& owner, std::uint64_t generation);
   void async_loop();
 
   Client& client_;
@@ -315,17 +401,15 @@ class PubSubLock {
   std::mutex lost_mu_;
   std::unordered_map<std::string, LostHolds> lost_;  // guarded by lost_mu_
   std::atomic<std::uint64_t> renewals_{0};
+  std::atomic<std::uint64_t> failed_renewals_{0};
   std::atomic<std::uint64_t> attempts_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> unpublished_{0};
 
-  // Watchdog: owner -> next renewal time.
-  std::mutex wd_mu_;
-  std::condition_variable wd_cv_;
-  std::map<std::string, Watched> watched_;
-  std::uint64_t watch_generation_ = 0;
-  bool wd_stop_ = false;
-  std::thread watchdog_;
+  // Watchdog: owner -> its hold's renewal (jobs on client_.lease_renewer()).
+  mutable std::mutex wd_mu_;
+  std::map<std::string, Watch> watched_;  // guarded by wd_mu_
+  std::uint64_t watch_generation_ = 0;    // guarded by wd_mu_
 
   // Async worker.
   std::mutex async_mu_;

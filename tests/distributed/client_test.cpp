@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distributed/lease_renewer.hpp"
 #include "distributed/subscriber.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
@@ -312,6 +313,31 @@ TEST_F(ClientTest, AForkedChildStartsASubscriberOfItsOwn) {
   EXPECT_EQ(status, 0) << "the forked child's checks failed (its output is above)";
   EXPECT_EQ(client().subscriber_if_started(), parent_subscriber);
   EXPECT_TRUE(client().subscriber().subscribe(key("channel"), Clock::now() + 2s).has_value());
+}
+
+// The parent's renewal timer has no thread in the child: lease_renewer()
+// must be a new one whose jobs run there, and the parent's keeps running.
+TEST_F(ClientTest, AForkedChildGetsALeaseRenewerOfItsOwn) {
+  std::atomic<int> parent_runs{0};
+  int group = 0;
+  client().lease_renewer().schedule(&group, 2ms, [&] {
+    ++parent_runs;
+    return true;
+  });
+  LeaseRenewer* parent_renewer = client().lease_renewer_if_started();
+  const int status = run_in_forked_child([&] {
+    EXPECT_EQ(client().lease_renewer_if_started(), nullptr) << "the parent's renewer is not the child's";
+    LeaseRenewer& mine = client().lease_renewer();
+    EXPECT_NE(&mine, parent_renewer);
+    std::atomic<int> child_runs{0};
+    mine.schedule(&group, 2ms, [&] { return ++child_runs < 3; });
+    EXPECT_TRUE(eventually([&] { return child_runs.load() == 3; }, 5s)) << "the child's job never ran";
+  });
+  EXPECT_EQ(status, 0) << "the forked child's checks failed (its output is above)";
+  EXPECT_EQ(client().lease_renewer_if_started(), parent_renewer);
+  const int before = parent_runs.load();
+  EXPECT_TRUE(eventually([&] { return parent_runs.load() > before; }, 5s)) << "the parent's timer stopped";
+  parent_renewer->cancel_group(&group);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
@@ -256,7 +257,7 @@ TEST_F(PubSubLockTest, TheWatchdogKeepsTheLockPastItsLeaseAndStopsAtUnlock) {
   EXPECT_GE(lock.watchdog_renewals(), 2u);
   lock.unlock();
   // A renewal the server ran just before the release may still be counted
-  // by the watchdog thread after unlock() returns: let it land (one round
+  // by the renewal timer thread after unlock() returns: let it land (one round
   // trip), then no more may come (the period is 100 ms).
   std::this_thread::sleep_for(50ms);
   const auto renewals = lock.watchdog_renewals();
@@ -641,6 +642,231 @@ TEST_F(PubSubLockTest, FencedWatchdogAndAsyncAcquisitionsGiveTheCallerItsToken) 
   EXPECT_EQ(lock.token(), 2) << "taken by the worker, recorded for the calling thread";
   EXPECT_EQ(FencingTokens(client(), key()).current(), 2);
   lock.unlock();
+}
+
+// --- lease at risk, the Client's one renewal timer -----------------------------
+
+using RiskKind = PubSubLock::LeaseRisk::Kind;
+
+// What on_lease_risk was told, in order (it runs on the Client's renewal
+// timer thread, so the test reads it under a mutex).
+class RiskLog {
+ public:
+  void attach(PubSubLock::Options& o) {
+    o.on_lease_risk = [this](const PubSubLock::LeaseRisk& risk) {
+      std::lock_guard g(mu_);
+      seen_.push_back(risk);
+    };
+  }
+  std::vector<PubSubLock::LeaseRisk> seen() const {
+    std::lock_guard g(mu_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<PubSubLock::LeaseRisk> seen_;
+};
+
+TEST_F(PubSubLockTest, ARenewalThatFindsTheKeyGoneTellsTheHolderBeforeUnlock) {
+  RiskLog log;
+  PubSubLock::Options o;
+  o.watchdog_lease = 300ms;
+  log.attach(o);
+  PubSubLock lock(client(), key(), o);
+  lock.lock();
+  EXPECT_FALSE(lock.lease_at_risk());
+  client().command({"DEL", key()});  // e.g. an operator, or a failover that lost it
+  ASSERT_TRUE(eventually([&] { return lock.lease_at_risk(); }, 5s))
+      << "the renewal found the key gone and the holder was not told";
+  const auto risk = lock.lease_risk();
+  EXPECT_EQ(risk->kind, RiskKind::kLost);
+  EXPECT_FALSE(risk->taken_by_other);
+  EXPECT_EQ(risk->lock_name, key());
+  EXPECT_EQ(risk->owner, client().thread_owner());
+  EXPECT_FALSE(std::async(std::launch::async, [&] { return lock.lease_at_risk(); }).get())
+      << "another thread, which holds nothing, was told of this thread's hold";
+  ASSERT_TRUE(eventually([&] { return !log.seen().empty(); }, 5s)) << "on_lease_risk was not called";
+  std::this_thread::sleep_for(250ms);  // > 2 periods: no second report, no renewal after the loss
+  ASSERT_EQ(log.seen().size(), 1u);
+  EXPECT_EQ(log.seen()[0].kind, RiskKind::kLost);
+  EXPECT_EQ(lock.failed_renewals(), 1u) << "renewing went on after the loss";
+  EXPECT_THROW(lock.unlock(), LockLost);
+  EXPECT_FALSE(lock.lease_at_risk()) << "the verdict outlived the hold";
+}
+
+TEST_F(PubSubLockTest, ARenewalThatFindsAnotherOwnerSaysTheLockWasTakenByOther) {
+  RiskLog log;
+  PubSubLock::Options o;
+  o.watchdog_lease = 300ms;
+  log.attach(o);
+  PubSubLock lock(client(), key(), o);
+  lock.lock();
+  client().command({"DEL", key()});
+  client().command({"HSET", key(), "another-owner", "1"});
+  ASSERT_TRUE(eventually([&] { return lock.lease_at_risk(); }, 5s)) << "the holder was not told";
+  EXPECT_EQ(lock.lease_risk()->kind, RiskKind::kLost);
+  EXPECT_TRUE(lock.lease_risk()->taken_by_other);
+  ASSERT_TRUE(eventually([&] { return !log.seen().empty(); }, 5s)) << "on_lease_risk was not called";
+  EXPECT_TRUE(log.seen()[0].taken_by_other);
+  try {
+    lock.unlock();
+    ADD_FAILURE() << "unlock() of a lost lease returned";
+  } catch (const LockLost& e) {
+    EXPECT_TRUE(e.taken_by_other());
+  }
+  EXPECT_EQ(client().command({"HGET", key(), "another-owner"}).as_string(), "1")
+      << "the other owner's hold was touched";
+}
+
+// Redis unreachable: the lease may still run (kRenewalFailed, the hold
+// kept); the server back without its data: the next renewal finds the key
+// gone (kLost). Each reported once, in that order.
+TEST_F(PubSubLockTest, ARenewalOnAKilledServerIsAtRiskThenLostOnceItIsBackWithoutTheKey) {
+  RiskLog log;
+  PubSubLock::Options o;
+  o.watchdog_lease = 600ms;
+  log.attach(o);
+  PubSubLock lock(client(), key(), o);
+  lock.lock();
+  server().kill();
+  ASSERT_TRUE(eventually([&] { return lock.lease_at_risk(); }, 5s)) << "the failing renewal was silent";
+  const auto risk = lock.lease_risk();
+  EXPECT_EQ(risk->kind, RiskKind::kRenewalFailed);
+  EXPECT_FALSE(risk->detail.empty()) << "no error message";
+  EXPECT_EQ(lock.hold_count(), 1) << "the hold was dropped although its lease may still run";
+  std::this_thread::sleep_for(450ms);  // > 2 more failed renewals: reported once
+  EXPECT_EQ(log.seen().size(), 1u);
+  server().restart();  // no persistence: the hash is gone
+  ASSERT_TRUE(eventually([&] { return lock.lease_risk() && lock.lease_risk()->kind == RiskKind::kLost; }, 5s))
+      << "the renewal after the restart did not report the loss";
+  ASSERT_TRUE(eventually([&] { return log.seen().size() == 2; }, 5s));
+  EXPECT_EQ(log.seen()[0].kind, RiskKind::kRenewalFailed);
+  EXPECT_EQ(log.seen()[1].kind, RiskKind::kLost);
+  EXPECT_THROW(lock.unlock(), LockLost);
+}
+
+// A slow server: the renewal gives up on its reply (kRenewalFailed) while
+// the lease still runs; the next renewal succeeds and the hold ends
+// normally. The verdict stays (sticky) until that unlock.
+TEST_F(PubSubLockTest, ARenewalThatTimesOutIsAtRiskAndTheHoldSurvivesIt) {
+  Client impatient(impatient_options());  // gives up on a reply after 200 ms
+  RiskLog log;
+  PubSubLock::Options o;
+  o.watchdog_lease = 3s;  // renewed 1 s and 2 s after the lock()
+  log.attach(o);
+  PubSubLock lock(impatient, key(), o);
+  lock.lock();
+  {
+    // Busy from now for 1.5 s: the renewal due 1 s after lock() gets no
+    // reply within 200 ms; the one at 2 s finds the server free again.
+    BusyServer busy(options(), 1500ms);
+    ASSERT_TRUE(busy.confirmed()) << "the server never looked busy: the slow renewal was not reproduced";
+    ASSERT_TRUE(eventually([&] { return lock.lease_at_risk(); }, 5s)) << "the timed-out renewal was silent";
+  }
+  ASSERT_TRUE(eventually([&] { return lock.watchdog_renewals() >= 1; }, 5s)) << "no renewal after the server woke";
+  const auto risk = lock.lease_risk();
+  ASSERT_TRUE(risk.has_value()) << "a successful renewal cleared the verdict";
+  EXPECT_EQ(risk->kind, RiskKind::kRenewalFailed);
+  EXPECT_NE(risk->detail.find("timed out"), std::string::npos) << risk->detail;
+  ASSERT_EQ(log.seen().size(), 1u);
+  EXPECT_EQ(log.seen()[0].kind, RiskKind::kRenewalFailed);
+  EXPECT_NO_THROW(lock.unlock()) << "the lease did not survive the slow renewal";
+  EXPECT_FALSE(lock.lease_at_risk());
+}
+
+// 1,000 locks held at once in watchdog mode: one timer thread for all of
+// them (a thread per lock object was 1,000 threads), and every lease is
+// still renewed past two leases.
+TEST_F(PubSubLockTest, AThousandWatchdogHoldsShareTheClientsOneRenewalThread) {
+  constexpr int kLocks = 1000;
+  PubSubLock::Options o;
+  o.watchdog_lease = 1s;
+  std::vector<std::unique_ptr<PubSubLock>> locks;
+  for (int i = 0; i < kLocks; ++i) locks.push_back(std::make_unique<PubSubLock>(client(), key(std::to_string(i)), o));
+  const std::size_t threads_before = threads_in_this_process();
+  for (auto& lock : locks) lock->lock();
+  const std::size_t threads_holding = threads_in_this_process();
+  EXPECT_LE(threads_holding, threads_before + 1) << "more than the one renewal timer thread for " << kLocks << " holds";
+  std::this_thread::sleep_for(2500ms);  // 2.5 leases
+  std::vector<std::vector<std::string>> pttls;
+  for (const auto& lock : locks) pttls.push_back({"PTTL", lock->name()});
+  const std::vector<Reply> left = client().pipeline(pttls);
+  int expired = 0;
+  int unrenewed = 0;
+  for (int i = 0; i < kLocks; ++i) {
+    if (left[i].as_integer() <= 0) ++expired;
+    if (locks[i]->watchdog_renewals() < 2) ++unrenewed;
+  }
+  EXPECT_EQ(expired, 0) << "leases that ran out although held";
+  EXPECT_EQ(unrenewed, 0) << "holds renewed fewer than twice in 2.5 leases";
+  for (auto& lock : locks) {
+    EXPECT_FALSE(lock->lease_at_risk()) << lock->name();
+    lock->unlock();
+  }
+}
+
+// ~PubSubLock waits for its renewal in progress, on_lease_risk included, so
+// the job never touches a destroyed lock.
+TEST_F(PubSubLockTest, DestroyingALockWaitsForItsOnLeaseRiskCallInProgress) {
+  std::promise<void> entered;
+  std::atomic<bool> finished{false};
+  PubSubLock::Options o;
+  o.watchdog_lease = 300ms;
+  o.on_lease_risk = [&](const PubSubLock::LeaseRisk&) {  // called once: kLost
+    entered.set_value();
+    std::this_thread::sleep_for(200ms);  // slower than the contract allows, to be caught in the act
+    finished = true;
+  };
+  auto lock = std::make_unique<PubSubLock>(client(), key(), o);
+  lock->lock();
+  client().command({"DEL", key()});
+  ASSERT_EQ(entered.get_future().wait_for(5s), std::future_status::ready) << "on_lease_risk was never called";
+  lock.reset();
+  EXPECT_TRUE(finished.load()) << "~PubSubLock returned while its on_lease_risk call still ran";
+}
+
+// Held locks destroyed while their renewals are due (every 1 ms): no crash,
+// no deadlock, no renewal left behind (ASan: no use after free).
+TEST_F(PubSubLockTest, DestroyingHeldLocksWhileTheirRenewalsAreDueLeavesNoJobBehind) {
+  PubSubLock::Options o;
+  o.watchdog_lease = 3ms;  // a renewal every 1 ms
+  std::uint64_t renewals = 0;
+  for (int i = 0; i < 200; ++i) {
+    PubSubLock lock(client(), key(std::to_string(i)), o);
+    lock.lock();
+    std::this_thread::sleep_for(std::chrono::microseconds(500 + 10 * i));  // lands anywhere in the period
+    renewals += lock.watchdog_renewals() + lock.failed_renewals();
+  }  // destroyed while held
+  EXPECT_GT(renewals, 0u) << "no renewal ran: the destructions raced nothing";
+  ASSERT_NE(client().lease_renewer_if_started(), nullptr);
+  EXPECT_EQ(client().lease_renewer_if_started()->scheduled(), 0u) << "a destroyed lock's renewal is still scheduled";
+}
+
+// The child of fork() has no timer thread of the parent: it renews its own
+// holds on a timer of its own and may destroy a lock whose renewals ran on
+// the parent's; the parent's renewals go on meanwhile.
+TEST_F(PubSubLockTest, AForkedChildRenewsOnItsOwnTimerAndMayDestroyAnInheritedWatchdogLock) {
+  PubSubLock::Options o;
+  o.watchdog_lease = 300ms;
+  auto inherited = std::make_unique<PubSubLock>(client(), key(), o);
+  inherited->lock();
+  ASSERT_TRUE(eventually([&] { return inherited->watchdog_renewals() >= 1; }, 5s));
+  const int status = run_in_forked_child(
+      [&] {
+        PubSubLock mine(client(), key("child"), o);
+        mine.lock();
+        std::this_thread::sleep_for(800ms);  // > 2 leases
+        EXPECT_GT(client().command({"PTTL", key("child")}).as_integer(), 0) << "the child's hold was not renewed";
+        mine.unlock();
+        inherited.reset();  // its renewals ran on the parent's timer thread, absent here
+      },
+      20s);
+  EXPECT_EQ(status, 0) << "the forked child failed or hung (-1: killed after 20 s); its output is above";
+  ASSERT_TRUE(inherited);
+  EXPECT_GT(client().command({"PTTL", key()}).as_integer(), 0) << "the parent's hold was not renewed meanwhile";
+  EXPECT_EQ(inherited->hold_count(), 1);
+  inherited->unlock();
 }
 
 }  // namespace

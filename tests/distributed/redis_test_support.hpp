@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -43,6 +44,14 @@ using locklab::testing::eventually;
 
 inline double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Threads of this process now (entries of /proc/self/task): the tests that
+// count what a lock object or a Client costs in threads.
+inline std::size_t threads_in_this_process() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
 }
 
 // `threads` threads each do `rounds` non-atomic read-modify-writes (GET, +1,
