@@ -213,18 +213,7 @@ bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds l
     if (a.acquired) return true;
     if (!sub) return false;
   }
-  for (;;) {
-    const auto now = Clock::now();
-    if (now >= deadline) return !asked && attempt(owner, lease).acquired;
-    auto wake = deadline;
-    if (a.pttl_ms >= 0) wake = std::min(deadline, detail::after_pttl(now, a.pttl_ms));
-    if (sub->wait_until(wake) == Subscriber::Wake::kReconnected) {
-      if (!sub->resubscribe(deadline)) return attempt(owner, lease).acquired;
-    }
-    a = attempt(owner, lease);
-    asked = true;
-    if (a.acquired) return true;
-  }
+  return detail::wait_for_release(*sub, deadline, a, asked, [&] { return attempt(owner, lease); });
 }
 
 void PubSubLock::unlock() {

@@ -236,6 +236,7 @@
 #include "distributed/lease_renewer.hpp"
 #include "distributed/lock_support.hpp"
 #include "distributed/subscriber.hpp"
+#include "distributed/wait_for_release.hpp"
 
 namespace locklab::redis {
 
@@ -347,10 +348,9 @@ class PubSubLock {
  private:
   using Clock = std::chrono::steady_clock;
   struct AsyncRequest;
-  struct Attempt {
-    bool acquired;
-    std::int64_t pttl_ms;  // not acquired: the holder's remaining lease, -1 if none
-  };
+  // One acquire script's answer: acquired, or the holder's remaining lease
+  // (-1 if none).
+  using Attempt = detail::WaitAttempt;
   // One watchdog-mode hold of one owner, from its outermost acquisition to
   // its final unlock (or loss).
   struct Watch {
