@@ -60,14 +60,11 @@ TEST_F(FairLockTest, ContendedThreadsLeaveNoQueueEntryAliveOrWakeKeyBehind) {
 // The child half of the killed-waiter tests: run only via spawn_self.
 // Queues up behind the parent's holder, to be killed there.
 TEST(FairLockChild, DISABLED_Worker) {
-  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
-  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
+  const auto task = child_task();
   const char* lease_ms = std::getenv("LOCKLAB_CHILD_LEASE_MS");
-  ASSERT_TRUE(port && name && lease_ms);
-  Client::Options o;
-  o.port = std::atoi(port);
-  Client c(o);
-  FairLock lock(c, name, leased(std::chrono::milliseconds(std::atoi(lease_ms)), 400ms));
+  ASSERT_TRUE(task && lease_ms);
+  Client c(task->options);
+  FairLock lock(c, task->lock, leased(std::chrono::milliseconds(std::atoi(lease_ms)), 400ms));
   lock.lock();
   ADD_FAILURE() << "the child was meant to be killed while queued";
 }
@@ -205,8 +202,7 @@ TEST_F(FairLockTest, AWaiterKilledInTheQueueIsSkippedOnceItsEntryExpired) {
   FairLock lock(client(), key(), leased(10s, 300ms));
   Holder holder(lock);
   const pid_t child = spawn_self("FairLockChild.DISABLED_Worker",
-                                 {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
-                                  "LOCKLAB_CHILD_LOCK=" + key(), "LOCKLAB_CHILD_LEASE_MS=20000"});
+                                 child_env(server().port(), key(), {"LOCKLAB_CHILD_LEASE_MS=20000"}));
   ASSERT_GT(child, 0);
   ASSERT_TRUE(eventually([&] { return queued(client(), lock) == 1; }, 10s));
   auto waiter = std::async(std::launch::async, [&] {
@@ -231,8 +227,7 @@ TEST_F(FairLockTest, AWaiterKilledRightBeforeItsTurnBlocksTheQueueAtMostItsLease
   FairLock lock(client(), key(), leased(10s, 150ms));  // our waiter refreshes every 50 ms
   Holder holder(lock);
   const pid_t child = spawn_self("FairLockChild.DISABLED_Worker",
-                                 {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
-                                  "LOCKLAB_CHILD_LOCK=" + key(), "LOCKLAB_CHILD_LEASE_MS=700"});
+                                 child_env(server().port(), key(), {"LOCKLAB_CHILD_LEASE_MS=700"}));
   ASSERT_GT(child, 0);
   ASSERT_TRUE(eventually([&] { return queued(client(), lock) == 1; }, 10s));
   auto waiter = std::async(std::launch::async, [&] {

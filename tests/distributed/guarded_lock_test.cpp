@@ -117,25 +117,23 @@ TEST_F(GuardedLockTest, NeverMoreThanOneWaiterOfTheProcessReachesRedis) {
 
 // The child half of the cross-process test: env names the server and keys.
 TEST(GuardedLockChild, DISABLED_Hammer) {
-  const char* port = std::getenv("LOCKLAB_GUARD_PORT");
-  const char* k = std::getenv("LOCKLAB_GUARD_KEY");
-  ASSERT_TRUE(port && k);
-  Client::Options o;
-  o.port = std::stoi(port);
-  Client c(o);
+  const auto task = child_task();
+  ASSERT_TRUE(task);
+  const std::string k = task->lock;
+  Client c(task->options);
   // Per process: its own in-flight key; across processes: the shared one.
-  CountingTraits t = counting(c, std::string(k) + ":count:" + std::to_string(::getpid()));
+  CountingTraits t = counting(c, k + ":count:" + std::to_string(::getpid()));
   GuardedLock<PermitSemaphore, CountingTraits> guarded(semaphores(c), {}, t);
   std::atomic<int> got{0};
   std::vector<std::thread> ts;
   for (int i = 0; i < 8; ++i) {
     ts.emplace_back([&] {
       for (int r = 0; r < 6; ++r) {
-        auto g = guarded.try_acquire(std::string(k), 20s);
+        auto g = guarded.try_acquire(k, 20s);
         ASSERT_TRUE(g);
-        c.command({"EVAL", kEnterScript, "2", std::string(k) + ":all:in_flight", std::string(k) + ":all:high_water"});
+        c.command({"EVAL", kEnterScript, "2", k + ":all:in_flight", k + ":all:high_water"});
         std::this_thread::sleep_for(1ms);
-        c.command({"DECR", std::string(k) + ":all:in_flight"});
+        c.command({"DECR", k + ":all:in_flight"});
         g.release();
         got.fetch_add(1);
       }
@@ -153,7 +151,7 @@ TEST_F(GuardedLockTest, AcrossProcessesOneWaiterEachAndMutualExclusion) {
   std::vector<pid_t> kids;
   for (int p = 0; p < 3; ++p) {
     kids.push_back(spawn_self("GuardedLockChild.DISABLED_Hammer",
-                              {"LOCKLAB_GUARD_PORT=" + std::to_string(server().port()), "LOCKLAB_GUARD_KEY=" + key()}));
+                              child_env(server().port(), key())));
     ASSERT_GT(kids.back(), 0);
   }
   for (pid_t k : kids) EXPECT_EQ(wait_child(k, 60s), 0);

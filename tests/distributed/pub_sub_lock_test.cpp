@@ -88,24 +88,20 @@ TEST_F(PubSubLockTest, AForkedChildIsNotTheOwnerOfTheParentsHold) {
 // The child half of the SIGKILL test: run only via spawn_self. Takes the
 // lock in watchdog mode, says so, and waits to be killed.
 TEST(PubSubLockChild, DISABLED_Worker) {
-  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
-  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
-  ASSERT_TRUE(port && name);
-  Client::Options o;
-  o.port = std::atoi(port);
-  Client c(o);
+  const auto task = child_task();
+  ASSERT_TRUE(task);
+  Client c(task->options);
   PubSubLock::Options w;
   w.watchdog_lease = 600ms;
-  PubSubLock lock(c, name, w);
+  PubSubLock lock(c, task->lock, w);
   lock.lock();
-  c.command({"SET", std::string(name) + ":child-holds", "1"});
+  c.command({"SET", task->lock + ":child-holds", "1"});
   std::this_thread::sleep_for(30s);
 }
 
 TEST_F(PubSubLockTest, AHolderKilledWithSigkillFreesTheLockAfterTheWatchdogLease) {
   const pid_t child = spawn_self("PubSubLockChild.DISABLED_Worker",
-                                 {"LOCKLAB_CHILD_PORT=" + std::to_string(server().port()),
-                                  "LOCKLAB_CHILD_LOCK=" + key()});
+                                 child_env(server().port(), key()));
   ASSERT_GT(child, 0);
   ASSERT_TRUE(eventually([&] { return !client().command({"GET", key() + ":child-holds"}).is_nil(); }, 10s));
   // The child's watchdog keeps renewing past its 600 ms lease ...

@@ -30,7 +30,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -225,16 +224,13 @@ TYPED_TEST_P(RedisLockExclusion, ExcludesThreadsDoingANonAtomicReadModifyWriteOf
 }
 
 // The child half of the cross-process test: run only via spawn_self, on
-// the parent's server (LOCKLAB_CHILD_PORT) and lock (LOCKLAB_CHILD_LOCK).
+// the parent's server and lock (child_env / child_task).
 TYPED_TEST_P(RedisLockExclusion, DISABLED_IncrementWorker) {
-  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
-  const char* name = std::getenv("LOCKLAB_CHILD_LOCK");
-  ASSERT_TRUE(port && name);
-  Client::Options o;
-  o.port = std::atoi(port);
-  Client c(o);
-  TypeParam lock(c, name, RedisLockOutcomeTraits<TypeParam>::leased(10s));
-  EXPECT_EQ(increment_under(lock, c, std::string(name) + ":counter", 1, 50), 50u);
+  const auto task = child_task();
+  ASSERT_TRUE(task);
+  Client c(task->options);
+  TypeParam lock(c, task->lock, RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  EXPECT_EQ(increment_under(lock, c, task->lock + ":counter", 1, 50), 50u);
 }
 
 TYPED_TEST_P(RedisLockExclusion, ExcludesProcessesDoingANonAtomicReadModifyWrite) {
@@ -243,8 +239,7 @@ TYPED_TEST_P(RedisLockExclusion, ExcludesProcessesDoingANonAtomicReadModifyWrite
       ".DISABLED_IncrementWorker";
   std::vector<pid_t> children;
   for (int i = 0; i < 3; ++i) {
-    children.push_back(spawn_self(worker, {"LOCKLAB_CHILD_PORT=" + std::to_string(this->server().port()),
-                                           "LOCKLAB_CHILD_LOCK=" + this->key()}));
+    children.push_back(spawn_self(worker, child_env(this->server().port(), this->key())));
     ASSERT_GT(children.back(), 0);
   }
   for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);

@@ -18,12 +18,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -301,6 +303,29 @@ inline pid_t spawn_self(const std::string& test, const std::vector<std::string>&
   pid_t pid = -1;
   if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
   return pid;
+}
+
+// What a parent test tells a child it spawns (spawn_self): the port of its
+// server and the name of the lock (or key) to use, plus `extra` variables.
+inline std::vector<std::string> child_env(int port, const std::string& lock, std::vector<std::string> extra = {}) {
+  extra.push_back("LOCKLAB_CHILD_PORT=" + std::to_string(port));
+  extra.push_back("LOCKLAB_CHILD_LOCK=" + lock);
+  return extra;
+}
+
+// The child's side of child_env(): options for the parent's server and the
+// lock name; nullopt when not run by a parent (the DISABLED_ test run alone).
+struct ChildTask {
+  Client::Options options;
+  std::string lock;
+};
+inline std::optional<ChildTask> child_task() {
+  const char* port = std::getenv("LOCKLAB_CHILD_PORT");
+  const char* lock = std::getenv("LOCKLAB_CHILD_LOCK");
+  if (port == nullptr || lock == nullptr) return std::nullopt;
+  ChildTask task{{}, lock};
+  task.options.port = std::atoi(port);
+  return task;
 }
 
 // Waits (bounded) for a child; returns its exit status, or -1 after
