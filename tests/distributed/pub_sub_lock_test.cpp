@@ -648,11 +648,16 @@ using RiskKind = PubSubLock::LeaseRisk::Kind;
 // timer thread, so the test reads it under a mutex).
 class RiskLog {
  public:
-  void attach(PubSubLock::Options& o) {
+  // Watchdog-mode options (lease 0) renewed every watchdog_lease / 3,
+  // reporting to this log.
+  PubSubLock::Options watchdog(std::chrono::milliseconds watchdog_lease) {
+    PubSubLock::Options o;
+    o.watchdog_lease = watchdog_lease;
     o.on_lease_risk = [this](const PubSubLock::LeaseRisk& risk) {
       std::lock_guard g(mu_);
       seen_.push_back(risk);
     };
+    return o;
   }
   std::vector<PubSubLock::LeaseRisk> seen() const {
     std::lock_guard g(mu_);
@@ -666,10 +671,7 @@ class RiskLog {
 
 TEST_F(PubSubLockTest, ARenewalThatFindsTheKeyGoneTellsTheHolderBeforeUnlock) {
   RiskLog log;
-  PubSubLock::Options o;
-  o.watchdog_lease = 300ms;
-  log.attach(o);
-  PubSubLock lock(client(), key(), o);
+  PubSubLock lock(client(), key(), log.watchdog(300ms));
   lock.lock();
   EXPECT_FALSE(lock.lease_at_risk());
   client().command({"DEL", key()});  // e.g. an operator, or a failover that lost it
@@ -693,10 +695,7 @@ TEST_F(PubSubLockTest, ARenewalThatFindsTheKeyGoneTellsTheHolderBeforeUnlock) {
 
 TEST_F(PubSubLockTest, ARenewalThatFindsAnotherOwnerSaysTheLockWasTakenByOther) {
   RiskLog log;
-  PubSubLock::Options o;
-  o.watchdog_lease = 300ms;
-  log.attach(o);
-  PubSubLock lock(client(), key(), o);
+  PubSubLock lock(client(), key(), log.watchdog(300ms));
   lock.lock();
   client().command({"DEL", key()});
   client().command({"HSET", key(), "another-owner", "1"});
@@ -720,10 +719,7 @@ TEST_F(PubSubLockTest, ARenewalThatFindsAnotherOwnerSaysTheLockWasTakenByOther) 
 // gone (kLost). Each reported once, in that order.
 TEST_F(PubSubLockTest, ARenewalOnAKilledServerIsAtRiskThenLostOnceItIsBackWithoutTheKey) {
   RiskLog log;
-  PubSubLock::Options o;
-  o.watchdog_lease = 600ms;
-  log.attach(o);
-  PubSubLock lock(client(), key(), o);
+  PubSubLock lock(client(), key(), log.watchdog(600ms));
   lock.lock();
   server().kill();
   ASSERT_TRUE(eventually([&] { return lock.lease_at_risk(); }, 5s)) << "the failing renewal was silent";
@@ -748,10 +744,7 @@ TEST_F(PubSubLockTest, ARenewalOnAKilledServerIsAtRiskThenLostOnceItIsBackWithou
 TEST_F(PubSubLockTest, ARenewalThatTimesOutIsAtRiskAndTheHoldSurvivesIt) {
   Client impatient(impatient_options());  // gives up on a reply after 200 ms
   RiskLog log;
-  PubSubLock::Options o;
-  o.watchdog_lease = 3s;  // renewed 1 s and 2 s after the lock()
-  log.attach(o);
-  PubSubLock lock(impatient, key(), o);
+  PubSubLock lock(impatient, key(), log.watchdog(3s));  // renewed 1 s and 2 s after the lock()
   lock.lock();
   {
     // Busy from now for 1.5 s: the renewal due 1 s after lock() gets no
