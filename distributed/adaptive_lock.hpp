@@ -7,14 +7,14 @@
 // ------------
 // State in Redis: a string at <name> holding the owner token (Client::
 // thread_owner()) with PX = lease, exactly SpinLock's key; releases are
-// announced on <name>:channel.
+// announced on <name>~channel (lock_keys.hpp).
 //   acquire, phase 1 (spin):
 //     SET <name> <token> NX PX <lease>              1 round trip
 //     nil -> SET NX again, back to back (optionally `spin_pause` apart),
 //     until it succeeds or the spin budget (below) has passed since the
 //     first attempt, or the caller's deadline.
 //   acquire, phase 2 (park):
-//     1. subscribe to <name>:channel through the Client's one shared pub/sub
+//     1. subscribe to <name>~channel through the Client's one shared pub/sub
 //        connection (Subscriber; no round trip if another waiter of this
 //        process already listens),
 //     2. attempt ONCE MORE after the subscription is live — the acquire
@@ -26,7 +26,7 @@
 //        crashed holder publishes nothing) or the caller's deadline,
 //     4. attempt (the script again); on failure back to 3.
 //   release: EVALSHA compare-and-delete-and-publish   1 round trip
-//            if GET name == token then DEL name; PUBLISH <name>:channel
+//            if GET name == token then DEL name; PUBLISH <name>~channel
 //
 // The spin budget
 // ---------------
@@ -107,7 +107,7 @@
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
 // With fenced = true every attempt, spinning or parked, is one script: SET
-// NX PX and, on success, INCR <name>:fence (fencing.hpp's shared fenced SET
+// NX PX and, on success, INCR <name>~fence (fencing.hpp's shared fenced SET
 // NX), so the winner holds a token from the same round trip: still 2 round
 // trips per uncontended lock/unlock, and one per spin. token() returns it
 // while the thread holds the lock. Off by default: then the spin is bare SET
@@ -138,13 +138,14 @@ class AdaptiveLock {
     // Sleep between two spinning SET NX (0: back to back, the original
     // Thread.onSpinWait()). A round trip already takes ~30 us.
     std::chrono::microseconds spin_pause{0};
-    // Take a fencing token (INCR <name>:fence) in each successful attempt.
+    // Take a fencing token (INCR <name>~fence) in each successful attempt.
     bool fenced = false;
   };
 
-  // Binds to the key `name` and the channel `name + ":channel"` on `client`
-  // (which must outlive the lock). Sends nothing. std::invalid_argument for
-  // an empty name, a lease <= 0, min_spin <= 0, min_spin > max_spin, an
+  // Binds to the key `name` and the channel derived_key(name, "channel")
+  // (lock_keys.hpp) on `client` (which must outlive the lock). Sends
+  // nothing. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), a lease <= 0, min_spin <= 0, min_spin > max_spin, an
   // initial_spin outside [min_spin, max_spin], a negative spin_pause, or a
   // lease, max_spin or spin_pause over 100 years (detail::kMaxDuration).
   AdaptiveLock(Client& client, std::string name);

@@ -80,9 +80,11 @@
 // is the rule the server applies.
 //
 // Our locks' keys: the lock classes derive every key from the lock name
-// (`<name>`, `<name>:fence`, `<name>:queue`, `<name>:timeout`, FairLock's
-// per-waiter `<name>:alive:<token>` / `<name>:wake:<token>`), and several
-// send two or more of them to one script. lock_key_sets() lists, per lock,
+// (`<name>` and, through distributed/lock_keys.hpp, the roles `fence`,
+// `queue`, `timeout`, FairLock's per-waiter `alive:<token>` /
+// `wake:<token>`: `<name>~<role>` for a name with a hash tag,
+// `~{<name>}~<role>` for one without, so that every key of a lock hashes
+// to its slot), and several send two or more of them to one script. lock_key_sets() lists, per lock,
 // the keys one acquire or release touches together (read from the lock
 // objects' accessors; FairLock's per-waiter keys mirror fair_lock.hpp's
 // essay, since its scripts build them from the name). Channels are listed
@@ -118,6 +120,7 @@
 #include "distributed/error.hpp"
 #include "distributed/fair_lock.hpp"
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
 #include "distributed/pub_sub_lock.hpp"
 #include "distributed/spin_lock.hpp"
@@ -582,10 +585,10 @@ class LocalCluster {
   // From the first node's start to cluster_state:ok everywhere.
   double ready_ms() const noexcept { return ready_ms_; }
 
- private:
   static int free_port() {
     // Any free loopback port: the kernel's choice, as EmbeddedServer's.
-    // Racy like every such probe; start_node retries with another.
+    // Racy like every such probe; start_node retries with another. Public
+    // for tests that start a single cluster-enabled node.
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error("socket() failed");
     sockaddr_in a{};
@@ -599,6 +602,7 @@ class LocalCluster {
     return ntohs(a.sin_port);
   }
 
+ private:
   void start_node(int i) {
     std::string why;
     for (int attempt = 0; attempt < 3; ++attempt) {
@@ -761,7 +765,8 @@ inline std::vector<LockKeySet> lock_key_sets(Client& c, const std::string& name)
     const std::string owner = c.thread_owner();
     // alive/wake are built inside the scripts from the name (not in KEYS).
     out.push_back({"FairLock", name,
-                   {l.name(), l.queue_key(), l.fence_key(), l.name() + ":alive:" + owner, l.name() + ":wake:" + owner},
+                   {l.name(), l.queue_key(), l.fence_key(), redis::derived_key(name, "alive:" + owner),
+                    redis::derived_key(name, "wake:" + owner)},
                    {},
                    "every script: lock, queue, fence (KEYS) + per-waiter alive/wake"});
   }
