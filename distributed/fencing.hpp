@@ -30,9 +30,10 @@
 // lock, as Redisson's RFencedLock does, so a token costs no extra round trip
 // and two holders can never get the same one: the ownership write and the
 // INCR run in one script, atomically, so token order IS acquisition order.
-// The first token of a fresh counter is 1. The INCR is each script's first
-// write: a counter holding a foreign value (WRONGTYPE, not an integer) fails
-// the acquire with nothing taken, as Redis does not roll a script back.
+// The first token of a fresh counter is 1. The INCR runs before the script
+// writes the lock key: a counter holding a foreign value (WRONGTYPE, not an
+// integer) fails the acquire with nothing taken, as Redis does not roll a
+// script back.
 //
 // Tokens on every lock type
 // -------------------------
@@ -133,7 +134,8 @@ namespace locklab::redis {
 class FencingTokens {
  public:
   // Binds to `lock_name` on `client` (which must outlive this). Sends
-  // nothing. std::invalid_argument for a name check_lock_name refuses (lock_keys.hpp).
+  // nothing. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp).
   FencingTokens(Client& client, std::string lock_name);
 
   // The counter key of a lock name: derived_key(lock_name, "fence")
@@ -172,8 +174,9 @@ class FencedSpinLock {
   };
 
   // Binds to `name` (string key) and FencingTokens::key_for(name) on
-  // `client`. std::invalid_argument for a name check_lock_name refuses (lock_keys.hpp), lease or interval
-  // <= 0 or over 100 years, jitter outside [0, 1].
+  // `client`. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), lease or interval <= 0 or over 100 years, jitter
+  // outside [0, 1].
   FencedSpinLock(Client& client, std::string name);
   FencedSpinLock(Client& client, std::string name, Options options);
   FencedSpinLock(const FencedSpinLock&) = delete;
