@@ -222,7 +222,7 @@ class FairLock {
   Client& client_;
   std::string name_;
   std::string queue_;
-  std::string waiter_key_prefix_;  // derived_key_prefix(name_): the alive and wake keys start with it
+  std::string waiter_key_prefix_;  // derived_key_prefix(name_), of the alive and wake keys
   std::string fence_key_;
   Options options_;
   detail::LocalHolds holds_;

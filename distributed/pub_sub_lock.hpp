@@ -204,8 +204,8 @@ class PubSubLock {
   // Binds to `name` (hash key) and the channel derived_key(name,
   // "channel") (lock_keys.hpp) on `client`, which must outlive the lock.
   // Sends nothing. std::invalid_argument for a name check_lock_name refuses
-  // (lock_keys.hpp), a negative lease, a watchdog_lease < 3 ms, or either over 100
-  // years (detail::kMaxDuration).
+  // (lock_keys.hpp), a negative lease, a watchdog_lease < 3 ms, or either
+  // over 100 years (detail::kMaxDuration).
   PubSubLock(Client& client, std::string name);
   PubSubLock(Client& client, std::string name, Options options);
   // Stops the watchdog (held locks then expire after their lease) and the

@@ -107,9 +107,9 @@ class SpinLock {
 
   // Binds to the key `name` (and, fenced, derived_key(name, "fence")) on
   // `client` (which must outlive the lock). Sends nothing. Throws
-  // std::invalid_argument for a name check_lock_name refuses (lock_keys.hpp), a lease
-  // or interval <= 0 or over the maximum (100 years, detail::kMaxDuration),
-  // multiplier < 1, or jitter outside [0, 1].
+  // std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), a lease or interval <= 0 or over the maximum (100
+  // years, detail::kMaxDuration), multiplier < 1, or jitter outside [0, 1].
   SpinLock(Client& client, std::string name);
   SpinLock(Client& client, std::string name, Options options);
   // Pre: no thread holds or waits for it through this object.
