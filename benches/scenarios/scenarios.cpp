@@ -994,7 +994,7 @@ void run_batch_scenario(const Options& o) {
                   {"slots_from_server", c.from_server ? 1.0 : 0.0}};
     entries.push_back(e);
   }
-  std::cout << "(channels: role channel, named like the keys; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
+  std::cout << "(channels: <name>~channel, derived like the keys; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
                "not matter)\n";
   if (!split.empty()) {
     std::string list;
