@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/subscriber.hpp"
 #include "distributed/wait_for_release.hpp"
@@ -42,7 +43,7 @@ AdaptiveLock::AdaptiveLock(Client& client, std::string name) : AdaptiveLock(clie
 
 AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
     : client_(client), name_(std::move(name)), options_(options), budget_us_(options.initial_spin.count()) {
-  if (name_.empty()) throw std::invalid_argument("AdaptiveLock: empty name");
+  check_lock_name("AdaptiveLock", name_);
   if (options_.lease.count() <= 0) throw std::invalid_argument("AdaptiveLock: lease must be positive");
   if (options_.min_spin.count() <= 0 || options_.min_spin > options_.max_spin) {
     throw std::invalid_argument("AdaptiveLock: need 0 < min_spin <= max_spin");
@@ -54,7 +55,7 @@ AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
   detail::check_at_most_max("AdaptiveLock: lease", options_.lease);
   detail::check_at_most_max("AdaptiveLock: max_spin", options_.max_spin);
   detail::check_at_most_max("AdaptiveLock: spin_pause", options_.spin_pause);
-  channel_ = name_ + ":channel";
+  channel_ = derived_key(name_, "channel");
   fence_key_ = FencingTokens::key_for(name_);
 }
 

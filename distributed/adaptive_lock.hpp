@@ -9,7 +9,7 @@
 // ------------
 // State in Redis: a string at <name> holding the owner token (Client::
 // thread_owner()) with PX = lease, exactly SpinLock's key; releases are
-// announced on <name>:channel. In this process: a release epoch per lock
+// announced on <name>~channel (lock_keys.hpp). In this process: a release epoch per lock
 // object, bumped by every unlock() that deleted the key, and one spinner
 // slot.
 //   acquire, queued: if waiters of this process already sleep on the
@@ -22,7 +22,7 @@
 //     (below) or the caller's deadline; each time it moves, one SET NX.
 //     Nothing is sent while it stands still.
 //   acquire, phase 2 (park; the other threads at once):
-//     1. subscribe to <name>:channel through the Client's one shared pub/sub
+//     1. subscribe to <name>~channel through the Client's one shared pub/sub
 //        connection (Subscriber; no round trip if another waiter of this
 //        process already listens),
 //     2. attempt ONCE MORE after the subscription is live — the acquire
@@ -35,7 +35,7 @@
 //     4. attempt (the script again); on failure back to 3
 //        (wait_for_release.hpp, shared with PubSubLock).
 //   release: EVALSHA compare-and-delete-and-publish   1 round trip
-//            if GET name == token then DEL name; PUBLISH <name>:channel
+//            if GET name == token then DEL name; PUBLISH <name>~channel
 //            then bump the local release epoch.
 //
 // Why spin against a local signal
@@ -137,7 +137,7 @@
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
 // With fenced = true every attempt, spinning or parked, is one script: SET
-// NX PX and, on success, INCR <name>:fence (fencing.hpp's shared fenced SET
+// NX PX and, on success, INCR <name>~fence (fencing.hpp's shared fenced SET
 // NX), so the winner holds a token from the same round trip: still 2 round
 // trips per uncontended lock/unlock. token() returns it
 // while the thread holds the lock. Off by default: then the spin is bare SET
@@ -171,13 +171,14 @@ class AdaptiveLock {
     // look again; the original slept between two SET NX with
     // Thread.onSpinWait()).
     std::chrono::microseconds spin_pause{0};
-    // Take a fencing token (INCR <name>:fence) in each successful attempt.
+    // Take a fencing token (INCR <name>~fence) in each successful attempt.
     bool fenced = false;
   };
 
-  // Binds to the key `name` and the channel `name + ":channel"` on `client`
-  // (which must outlive the lock). Sends nothing. std::invalid_argument for
-  // an empty name, a lease <= 0, min_spin <= 0, min_spin > max_spin, an
+  // Binds to the key `name` and the channel derived_key(name, "channel")
+  // (lock_keys.hpp) on `client` (which must outlive the lock). Sends
+  // nothing. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), a lease <= 0, min_spin <= 0, min_spin > max_spin, an
   // initial_spin outside [min_spin, max_spin], a negative spin_pause, or a
   // lease, max_spin or spin_pause over 100 years (detail::kMaxDuration).
   AdaptiveLock(Client& client, std::string name);

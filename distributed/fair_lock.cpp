@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 
 namespace locklab::redis {
@@ -16,26 +17,29 @@ namespace {
 // Shared by the three scripts (constant text, assembled at compile time).
 // KEYS[1] the lock key, KEYS[2] the queue, KEYS[3] the fencing-token
 // counter (declared always; INCRed only for an owner that asked for
-// tokens); the last ARGV is `name`, the prefix of the per-waiter keys.
+// tokens); the last ARGV is derived_key_prefix(name) (lock_keys.hpp), the
+// prefix of the per-waiter keys.
 // A waiter's alive key holds "<lease>" or, if it wants a token, "<lease>f".
 #define LOCKLAB_FAIR_LOCK_PRELUDE                                        \
   "local lock, queue, fence = KEYS[1], KEYS[2], KEYS[3]\n"               \
   "local prefix = ARGV[#ARGV]\n"                                         \
-  "local function alive(t) return prefix .. ':alive:' .. t end\n"        \
-  "local function wake(t) return prefix .. ':wake:' .. t end\n"          \
+  "local function alive(t) return prefix .. 'alive:' .. t end\n"         \
+  "local function wake(t) return prefix .. 'wake:' .. t end\n"           \
   "-- Hands the free lock to the first live waiter (dead heads are\n"    \
   "-- dropped); true if one got it. Its wake element is its fencing\n"   \
   "-- token (INCR in this same script) if it asked for one, else '0'.\n" \
+  "-- The INCR is the hand-off's first write: a foreign value in the\n"  \
+  "-- counter fails the script before the live head is touched.\n"       \
   "local function hand_off()\n"                                          \
   "  while true do\n"                                                    \
   "    local head = redis.call('zrange', queue, 0, 0)[1]\n"              \
   "    if not head then return false end\n"                              \
-  "    redis.call('zrem', queue, head)\n"                                \
   "    local entry = redis.call('get', alive(head))\n"                   \
   "    if entry then\n"                                                  \
   "      local lease, fenced = string.match(entry, '^(%d+)(f?)$')\n"     \
   "      local token = '0'\n"                                            \
   "      if fenced == 'f' then token = redis.call('incr', fence) end\n"  \
+  "      redis.call('zrem', queue, head)\n"                              \
   "      redis.call('del', alive(head))\n"                               \
   "      redis.call('set', lock, head, 'PX', lease)\n"                   \
   "      redis.call('del', wake(head))\n"                                \
@@ -43,6 +47,7 @@ namespace {
   "      redis.call('pexpire', wake(head), lease)\n"                     \
   "      return true\n"                                                  \
   "    end\n"                                                            \
+  "    redis.call('zrem', queue, head)\n"                                \
   "  end\n"                                                              \
   "end\n"
 
@@ -54,7 +59,7 @@ local me, lease, qlease, fenced = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5] =
 local holder = redis.call('get', lock)
 if holder == me then
   -- Handed off while I was not in BLPOP: the token is in my wake list.
-  local token = tonumber(redis.call('lpop', wake(me)) or '0') or 0
+  local token = tonumber(redis.call('lindex', wake(me), 0) or '0') or 0
   if fenced and token < 1 then token = redis.call('incr', fence) end
   redis.call('del', wake(me))
   redis.call('zrem', queue, me)
@@ -65,12 +70,16 @@ if not holder then
   while true do
     local head = redis.call('zrange', queue, 0, 0)[1]
     if not head or head == me then
+      -- The INCR first: the only write here a foreign value can fail, so
+      -- a failing script has not taken the lock (a script is not rolled
+      -- back; only dead heads dropped above may precede it).
+      local token = 0
+      if fenced then token = redis.call('incr', fence) end
       if head then redis.call('zrem', queue, me) end
       redis.call('del', alive(me))
       redis.call('del', wake(me))
       redis.call('set', lock, me, 'PX', lease)
-      if fenced then return {1, redis.call('incr', fence)} end
-      return {1, 0}
+      return {1, token}
     end
     if redis.call('exists', alive(head)) == 1 then
       hand_off()
@@ -132,12 +141,13 @@ FairLock::FairLock(Client& client, std::string name) : FairLock(client, std::mov
 
 FairLock::FairLock(Client& client, std::string name, Options options)
     : client_(client), name_(std::move(name)), options_(options) {
-  if (name_.empty()) throw std::invalid_argument("FairLock: empty name");
+  check_lock_name("FairLock", name_);
   if (options_.lease.count() <= 0) throw std::invalid_argument("FairLock: lease must be positive");
   if (options_.queue_lease.count() < 3) throw std::invalid_argument("FairLock: queue_lease must be >= 3 ms");
   detail::check_at_most_max("FairLock: lease", options_.lease);
   detail::check_at_most_max("FairLock: queue_lease", options_.queue_lease);
-  queue_ = name_ + ":queue";
+  waiter_key_prefix_ = derived_key_prefix(name_);
+  queue_ = derived_key(name_, "queue");
   fence_key_ = FencingTokens::key_for(name_);
 }
 
@@ -145,7 +155,7 @@ FairLock::Attempt FairLock::attempt(const std::string& owner, bool enqueue) {
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Reply r = client_.eval(kAcquire, {name_, queue_, fence_key_},
                          {owner, std::to_string(options_.lease.count()), std::to_string(options_.queue_lease.count()),
-                          enqueue ? "1" : "0", options_.fenced ? "1" : "0", name_});
+                          enqueue ? "1" : "0", options_.fenced ? "1" : "0", waiter_key_prefix_});
   const auto& parts = r.as_array();
   if (parts.size() != 2) r.unexpected("2 elements");
   if (parts[0].as_integer() == 1) {
@@ -157,11 +167,11 @@ FairLock::Attempt FairLock::attempt(const std::string& owner, bool enqueue) {
 }
 
 bool FairLock::leave(const std::string& owner) {
-  return client_.eval(kLeave, {name_, queue_, fence_key_}, {owner, name_}).as_integer() == 1;
+  return client_.eval(kLeave, {name_, queue_, fence_key_}, {owner, waiter_key_prefix_}).as_integer() == 1;
 }
 
 void FairLock::restore(const std::string& owner) {
-  (void)detail::eval_source(client_, kLeave, {name_, queue_, fence_key_}, {owner, name_});
+  (void)detail::eval_source(client_, kLeave, {name_, queue_, fence_key_}, {owner, waiter_key_prefix_});
 }
 
 bool FairLock::acquire_until(Clock::time_point deadline) {
@@ -173,7 +183,7 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
   Attempt a = doubts_.guard(owner, [&] { return attempt(owner, may_wait); }, undo);
   if (a.acquired) return true;
   if (!may_wait) return false;
-  const std::string wake_key = name_ + ":wake:" + owner;
+  const std::string wake_key = waiter_key_prefix_ + "wake:" + owner;
   const auto refresh = options_.queue_lease / 3;
   try {
     for (;;) {
@@ -236,7 +246,8 @@ void FairLock::unlock() {
   holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
   tokens_.set(owner, 0);
   const std::int64_t r = doubts_.guard(
-      owner, [&] { return client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, name_}).as_integer(); },
+      owner,
+      [&] { return client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, waiter_key_prefix_}).as_integer(); },
       [&] { restore(owner); });
   if (r == 2) handoffs_.fetch_add(1, std::memory_order_relaxed);
   if (r < 1) throw LockLost(name_, r == -1);

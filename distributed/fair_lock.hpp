@@ -3,21 +3,22 @@
 // passes ownership to the longest-waiting live waiter and wakes exactly that
 // one. No herd, no barging, and so a bounded, flat latency distribution.
 //
-// State in Redis (all keys derive from `name`; scripts build the per-waiter
-// keys from the token, so use a standalone server, or give `name` a {hash
-// tag} so a cluster puts every key in one slot)
+// State in Redis (all keys derive from `name`, lock_keys.hpp: `<name>~role`
+// stands for derived_key(name, role), `~{<name>}~role` for a name without a
+// {hash tag}, so every key is in the lock key's cluster slot; the scripts
+// build the per-waiter keys from the token, keys they do not declare)
 // ---------------------------------------------------------------------------
 //   <name>                 string: the owner token, PX = the owner's lease
-//   <name>:queue           sorted set: waiter tokens, score = arrival rank
+//   <name>~queue           sorted set: waiter tokens, score = arrival rank
 //                          (last score + 1), i.e. the FIFO order
-//   <name>:alive:<token>   string: that waiter's lease in ms, with a
+//   <name>~alive:<token>   string: that waiter's lease in ms, with a
 //                          trailing `f` if it wants a fencing token, PX =
 //                          queue_lease. Its existence IS the waiter's
 //                          liveness: an entry whose alive key expired is dead
-//   <name>:wake:<token>    list: one element pushed by a hand-off (the
+//   <name>~wake:<token>    list: one element pushed by a hand-off (the
 //                          waiter's fencing token, or 0); the waiter sleeps
 //                          on it with BLPOP
-//   <name>:fence           the fencing-token counter (fencing.hpp), INCRed
+//   <name>~fence           the fencing-token counter (fencing.hpp), INCRed
 //                          only for owners that want tokens
 // Tokens are Client::thread_owner() (unguessable, one per thread).
 //
@@ -35,12 +36,12 @@
 //   c. Not acquired. With enqueue (a waiting call): if my alive key is gone
 //      (I am new, or my entry expired and lost its place) ZREM me and ZADD me
 //      at the tail; then SET my alive key (value: my lease) PX queue_lease
-//      and keep <name>:queue alive at least queue_lease. Without enqueue
+//      and keep <name>~queue alive at least queue_lease. Without enqueue
 //      (try_lock, a zero timeout) nothing is written. Returns the owner's
 //      PTTL.
 // A waiter (lock, try_lock_for):
 //   1. attempt(enqueue); acquired -> done.
-//   2. BLPOP <name>:wake:<me> for min(deadline, queue_lease / 3, the
+//   2. BLPOP <name>~wake:<me> for min(deadline, queue_lease / 3, the
 //      owner's PTTL + 1 ms). An element -> the lock is mine already (the
 //      releaser set <name> to my token): done, with no further round trip.
 //   3. Timed out: attempt(enqueue) again — that refreshes my alive key, takes
@@ -61,7 +62,7 @@
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
 // Every script that makes a thread the owner takes its token in the same
-// script: the acquire script INCRs <name>:fence when it takes a free lock
+// script: the acquire script INCRs <name>~fence when it takes a free lock
 // for the caller (1b), and the hand-off INCRs for the waiter it hands to
 // and pushes the token as that waiter's wake element, so BLPOP delivers
 // ownership and token together (no extra round trip anywhere: still 2 per
@@ -152,14 +153,15 @@ class FairLock {
     // A queued waiter's liveness lease, renewed every queue_lease / 3 while
     // it waits: how long a dead waiter may keep its place in the queue.
     std::chrono::milliseconds queue_lease{1'000};
-    // Take a fencing token (INCR <name>:fence) for each acquisition by this
+    // Take a fencing token (INCR <name>~fence) for each acquisition by this
     // object, including the hand-offs to its waiters.
     bool fenced = false;
   };
 
   // Binds to `name` and the keys derived from it (essay) on `client`, which
-  // must outlive the lock. Sends nothing. std::invalid_argument for an
-  // empty name, a lease <= 0, a queue_lease < 3 ms, or either over 100
+  // must outlive the lock. Sends nothing. std::invalid_argument for a
+  // name check_lock_name refuses (lock_keys.hpp), a lease <= 0, a
+  // queue_lease < 3 ms, or either over 100
   // years (detail::kMaxDuration).
   FairLock(Client& client, std::string name);
   FairLock(Client& client, std::string name, Options options);
@@ -220,6 +222,7 @@ class FairLock {
   Client& client_;
   std::string name_;
   std::string queue_;
+  std::string waiter_key_prefix_;  // derived_key_prefix(name_), of the alive and wake keys
   std::string fence_key_;
   Options options_;
   detail::LocalHolds holds_;

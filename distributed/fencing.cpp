@@ -8,13 +8,17 @@ namespace locklab::redis {
 namespace {
 
 // KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] owner, ARGV[2] lease ms.
-// {1, token} if acquired (SET NX and INCR in one script: token order is
-// acquisition order), else {0, PTTL of the holder's key}.
+// {1, token} if acquired (the SET and INCR in one script: token order is
+// acquisition order), else {0, PTTL of the holder's key}. The INCR runs
+// first: it is the one write a foreign value can fail (WRONGTYPE, not an
+// integer, overflow), and a script is not rolled back, so a failed INCR
+// after the SET would leave a lock key its caller was told it did not get.
+// The SET cannot fail: the key is absent and the lease in range.
 const Script kFencedSetNx("fenced.set_nx", R"lua(
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('incr', KEYS[2])}
-end
-return {0, redis.call('pttl', KEYS[1])}
+if redis.call('exists', KEYS[1]) == 1 then return {0, redis.call('pttl', KEYS[1])} end
+local token = redis.call('incr', KEYS[2])
+redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, token}
 )lua");
 
 // KEYS[1] resource hash; ARGV[1] token, ARGV[2] value.
@@ -45,7 +49,7 @@ std::int64_t integer_or_zero(const Reply& r) { return r.is_nil() ? 0 : r.as_deci
 // --- FencingTokens ---------------------------------------------------------------
 
 FencingTokens::FencingTokens(Client& client, std::string lock_name) : client_(client) {
-  if (lock_name.empty()) throw std::invalid_argument("FencingTokens: empty lock name");
+  check_lock_name("FencingTokens", lock_name);
   key_ = key_for(lock_name);
 }
 

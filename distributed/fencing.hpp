@@ -18,8 +18,9 @@
 // ------------
 //   acquire (every lock built with Options::fenced, 1 round trip per attempt
 //   as without it: the INCR rides the script that grants ownership):
-//     if <the lock's own ownership test and write> then
-//       return {acquired, INCR <name>:fence}   -- the token, same round trip
+//     if <the lock's own ownership test> then
+//       t = INCR <name>~fence; <its ownership write>
+//       return {acquired, t}                    -- the token, same round trip
 //     else return {not acquired, PTTL <name>}
 //   write (FencedResource, 1 round trip, one Lua script on a hash <res>):
 //     if token > HGET <res> token then HSET <res> value v token t;
@@ -29,13 +30,16 @@
 // lock, as Redisson's RFencedLock does, so a token costs no extra round trip
 // and two holders can never get the same one: the ownership write and the
 // INCR run in one script, atomically, so token order IS acquisition order.
-// The first token of a fresh counter is 1.
+// The first token of a fresh counter is 1. The INCR runs before the script
+// writes the lock key: a counter holding a foreign value (WRONGTYPE, not an
+// integer) fails the acquire with nothing taken, as Redis does not roll a
+// script back.
 //
 // Tokens on every lock type
 // -------------------------
-// One counter per lock NAME, `<name>:fence` (FencingTokens::key_for), the
-// same for every lock type, so a FencedResource checks holders of a
-// SpinLock, PubSubLock, AdaptiveLock or FairLock alike, and
+// One counter per lock NAME, `<name>~fence` (FencingTokens::key_for,
+// lock_keys.hpp), the same for every lock type, so a FencedResource checks
+// holders of a SpinLock, PubSubLock, AdaptiveLock or FairLock alike, and
 // FencingTokens::current() is the last token any of them issued. Each lock
 // takes `Options::fenced` (default false: the protocol, keys and commands
 // are exactly the unfenced ones, no counter key is created) and offers the
@@ -114,12 +118,13 @@
 #include <string>
 
 #include "distributed/client.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_support.hpp"
 #include "distributed/spin_lock.hpp"
 
 namespace locklab::redis {
 
-// The token counter of one lock name: the key `<lock_name>:fence`, shared by
+// The token counter of one lock name: the key `<lock_name>~fence`, shared by
 // every lock type built with Options::fenced. next() is for code that takes
 // tokens without a lock (tests, a resource's own numbering); it is NOT a
 // substitute for a fenced lock: a holder that calls next() after acquiring
@@ -129,11 +134,14 @@ namespace locklab::redis {
 class FencingTokens {
  public:
   // Binds to `lock_name` on `client` (which must outlive this). Sends
-  // nothing. std::invalid_argument for an empty name.
+  // nothing. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp).
   FencingTokens(Client& client, std::string lock_name);
 
-  // The counter key of a lock name: "<lock_name>:fence".
-  static std::string key_for(const std::string& lock_name) { return lock_name + ":fence"; }
+  // The counter key of a lock name: derived_key(lock_name, "fence")
+  // (lock_keys.hpp), written <name>~fence here. std::invalid_argument for
+  // a name check_lock_name refuses (lock_keys.hpp).
+  static std::string key_for(const std::string& lock_name) { return derived_key(lock_name, "fence"); }
 
   // INCR: the next token (1 for a fresh counter). One round trip.
   // redis::Error if Redis fails; Error(kServer) WRONGTYPE / "not an integer"
@@ -166,8 +174,9 @@ class FencedSpinLock {
   };
 
   // Binds to `name` (string key) and FencingTokens::key_for(name) on
-  // `client`. std::invalid_argument for an empty name, lease or interval
-  // <= 0 or over 100 years, jitter outside [0, 1].
+  // `client`. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), lease or interval <= 0 or over 100 years, jitter
+  // outside [0, 1].
   FencedSpinLock(Client& client, std::string name);
   FencedSpinLock(Client& client, std::string name, Options options);
   FencedSpinLock(const FencedSpinLock&) = delete;

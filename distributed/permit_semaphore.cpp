@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "distributed/lock_keys.hpp"
 #include "distributed/subscriber.hpp"
 #include "distributed/wait_for_release.hpp"
 
@@ -96,9 +97,9 @@ std::uint64_t next_permit_number() {
 }  // namespace
 
 PermitSemaphore::PermitSemaphore(Client& client, std::string name) : client_(client), name_(std::move(name)) {
-  if (name_.empty()) throw std::invalid_argument("PermitSemaphore: empty name");
-  timeout_key_ = name_ + ":timeout";
-  channel_ = name_ + ":channel";
+  check_lock_name("PermitSemaphore", name_);
+  timeout_key_ = derived_key(name_, "timeout");
+  channel_ = derived_key(name_, "channel");
 }
 
 bool PermitSemaphore::try_set_permits(std::int64_t n) {

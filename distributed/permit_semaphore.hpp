@@ -10,9 +10,9 @@
 //                     try_set_permits (SET NX), or by an acquire given
 //                     permits_if_missing; absent = not set up yet, or lost
 //                     (FLUSHALL, a restart without persistence, eviction)
-//   <name>:timeout    ZSET: permit id -> expiry (server ms)  (the held ones)
-//   <name>:channel    pub/sub channel: "a permit may be free"
-// available = n - ZCARD(<name>:timeout) after purging expired entries. Every
+//   <name>~timeout    ZSET: permit id -> expiry (server ms)  (the held ones)
+//   <name>~channel    pub/sub channel: "a permit may be free"
+// available = n - ZCARD(<name>~timeout) after purging expired entries. Every
 // script first purges (ZREMRANGEBYSCORE -inf now), so an expired permit is
 // reclaimed by the next operation of anyone, without a reaper thread. The
 // clock is the server's (TIME inside the script; Redis >= 5 replicates
@@ -137,9 +137,10 @@ class PermitNotHeld : public std::runtime_error {
 
 class PermitSemaphore {
  public:
-  // Binds to `name`, `name + ":timeout"` and `name + ":channel"` on
-  // `client` (which must outlive this). Sends nothing.
-  // std::invalid_argument for an empty name.
+  // Binds to `name`, derived_key(name, "timeout") and the channel
+  // derived_key(name, "channel") (lock_keys.hpp) on `client` (which must
+  // outlive this). Sends nothing. std::invalid_argument for a name
+  // check_lock_name refuses (lock_keys.hpp).
   PermitSemaphore(Client& client, std::string name);
   PermitSemaphore(const PermitSemaphore&) = delete;
   PermitSemaphore& operator=(const PermitSemaphore&) = delete;

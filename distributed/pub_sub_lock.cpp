@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 
 namespace locklab::redis {
@@ -21,7 +22,10 @@ namespace {
 // turned into a new hold behind the caller's back. A lease outside
 // [1, kMaxDuration] is refused before any write: Redis would refuse the
 // PEXPIRE only after HINCRBY had created the hash, leaving a lock without a
-// TTL that nobody could ever take.
+// TTL that nobody could ever take. For the same reason the INCR, which a
+// foreign value in the counter fails (WRONGTYPE, not an integer, overflow),
+// runs before HINCRBY: a script is not rolled back, and a failed INCR after
+// it would leave a hold that its caller was told it did not get.
 const Script kAcquire("pub_sub_lock.acquire", R"lua(
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > )lua" + std::to_string(detail::kMaxDuration.count()) + R"lua( then
@@ -30,12 +34,13 @@ end
 if tonumber(ARGV[3]) > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return {-1, redis.call('exists', KEYS[1])}
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+if mine or redis.call('exists', KEYS[1]) == 0 then
+  local token
+  if KEYS[2] and (not mine or ARGV[4] == '1') then token = redis.call('incr', KEYS[2]) end
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if KEYS[2] and (n == 1 or ARGV[4] == '1') then
-    return {1, n, redis.call('incr', KEYS[2])}
-  end
+  if token then return {1, n, token} end
   return {1, n}
 end
 return {0, redis.call('pttl', KEYS[1])}
@@ -106,12 +111,12 @@ PubSubLock::PubSubLock(Client& client, std::string name) : PubSubLock(client, st
 
 PubSubLock::PubSubLock(Client& client, std::string name, Options options)
     : client_(client), name_(std::move(name)), options_(options) {
-  if (name_.empty()) throw std::invalid_argument("PubSubLock: empty name");
+  check_lock_name("PubSubLock", name_);
   if (options_.lease.count() < 0) throw std::invalid_argument("PubSubLock: negative lease");
   if (options_.watchdog_lease.count() < 3) throw std::invalid_argument("PubSubLock: watchdog_lease must be >= 3 ms");
   detail::check_at_most_max("PubSubLock: lease", options_.lease);
   detail::check_at_most_max("PubSubLock: watchdog_lease", options_.watchdog_lease);
-  channel_ = name_ + ":channel";
+  channel_ = derived_key(name_, "channel");
   fence_key_ = FencingTokens::key_for(name_);
 }
 

@@ -15,10 +15,10 @@
 //   release script (1 round trip):
 //     not my field: deletes nothing, reports "gone" or "other owner"
 //     HINCRBY name me -1; > 0: PEXPIRE (still held, re-entered)
-//     = 0: DEL name; PUBLISH <name>:channel   (one message per release)
+//     = 0: DEL name; PUBLISH <name>~channel   (one message per release)
 // A waiter:
 //   1. attempts; if it fails and may wait,
-//   2. subscribes to <name>:channel through the Client's one shared pub/sub
+//   2. subscribes to <name>~channel through the Client's one shared pub/sub
 //      connection (Subscriber) and waits for the server's confirmation,
 //   3. attempts AGAIN (the re-check after subscribing: a release between 1
 //      and 2 published to nobody and would otherwise be noticed only when
@@ -191,7 +191,7 @@
 //
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
-// With fenced = true the acquire script also INCRs <name>:fence when the
+// With fenced = true the acquire script also INCRs <name>~fence when the
 // hold count it writes is 1 (an outermost acquisition, including one after
 // a lost lease), and returns the token with the count: no extra round trip.
 // Re-entry issues none: token() is the token of the outermost acquisition
@@ -260,7 +260,7 @@ class PubSubLock {
     // > 0: fixed lease per acquisition. 0: watchdog mode (see the essay).
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds watchdog_lease{30'000};
-    // Take a fencing token (INCR <name>:fence) in each outermost acquisition.
+    // Take a fencing token (INCR <name>~fence) in each outermost acquisition.
     bool fenced = false;
     // Watchdog mode: told when a renewal fails or finds the hold lost, on
     // the Client's renewal timer thread; must return quickly and must not
@@ -268,10 +268,11 @@ class PubSubLock {
     std::function<void(const LeaseRisk&)> on_lease_risk;
   };
 
-  // Binds to `name` (hash key) and `name + ":channel"` on `client`, which
-  // must outlive the lock. Sends nothing. std::invalid_argument for an empty
-  // name, a negative lease, a watchdog_lease < 3 ms, or either over 100
-  // years (detail::kMaxDuration).
+  // Binds to `name` (hash key) and the channel derived_key(name,
+  // "channel") (lock_keys.hpp) on `client`, which must outlive the lock.
+  // Sends nothing. std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), a negative lease, a watchdog_lease < 3 ms, or either
+  // over 100 years (detail::kMaxDuration).
   PubSubLock(Client& client, std::string name);
   PubSubLock(Client& client, std::string name, Options options);
   // Cancels this object's renewals (held locks then expire after their

@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/script.hpp"
 #include "distributed/spin_lock.hpp"
@@ -37,7 +38,7 @@ RedLock::RedLock(std::vector<Client*> nodes, std::string name, Options options)
     if (c == nullptr) throw std::invalid_argument("RedLock: a null Client");
     if (!seen.insert(c).second) throw std::invalid_argument("RedLock: the same Client given twice (nodes must be independent)");
   }
-  if (name_.empty()) throw std::invalid_argument("RedLock: empty name");
+  check_lock_name("RedLock", name_);
   if (options_.lease.count() <= 0) throw std::invalid_argument("RedLock: lease must be positive");
   if (options_.retry_delay.count() <= 0) throw std::invalid_argument("RedLock: retry_delay must be positive");
   if (options_.lock_timeout.count() <= 0) throw std::invalid_argument("RedLock: lock_timeout must be positive");

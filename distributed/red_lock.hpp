@@ -128,8 +128,10 @@ class RedLock {
   // Binds to the key `name` on every node (the Clients must outlive the
   // lock; each should point at a different, independent server; build them
   // with lazy_connect if a node may be down now). Sends nothing.
-  // std::invalid_argument for no nodes, a null or repeated Client, an
-  // empty name, lease, retry_delay or lock_timeout <= 0, drift_factor
+  // std::invalid_argument for no nodes, a null or repeated Client, a name
+  // check_lock_name refuses (lock_keys.hpp: RedLock derives no key, but a
+  // name may never be another lock's derived key), lease, retry_delay or
+  // lock_timeout <= 0, drift_factor
   // outside [0, 1) or a negative drift_floor; lease, retry_delay,
   // lock_timeout or drift_floor over 100 years (detail::kMaxDuration).
   RedLock(std::vector<Client*> nodes, std::string name);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 
 namespace locklab::redis {
@@ -37,7 +38,7 @@ SpinLock::SpinLock(Client& client, std::string name) : SpinLock(client, std::mov
 
 SpinLock::SpinLock(Client& client, std::string name, Options options)
     : client_(client), name_(std::move(name)), options_(options) {
-  if (name_.empty()) throw std::invalid_argument("SpinLock: empty name");
+  check_lock_name("SpinLock", name_);
   if (options_.lease.count() <= 0) throw std::invalid_argument("SpinLock: lease must be positive");
   if (options_.retry_interval.count() <= 0 || options_.max_interval.count() <= 0) {
     throw std::invalid_argument("SpinLock: retry_interval and max_interval must be positive");

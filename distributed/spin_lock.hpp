@@ -70,7 +70,7 @@
 // Fencing tokens (Options::fenced, fencing.hpp)
 // --------------
 // With fenced = true each attempt is one script instead of the bare SET:
-// SET NX PX and, on success, INCR <name>:fence, so the holder gets a token
+// SET NX PX and, on success, INCR <name>~fence, so the holder gets a token
 // in the same round trip (still 2 per lock/unlock; the first attempt on a
 // Client also loads the script). token() returns it while the thread holds
 // the lock. Off by default: then no script, no counter key.
@@ -101,14 +101,15 @@ class SpinLock {
     double multiplier = 1.5;                    // kExponential
     std::chrono::milliseconds max_interval{1'000};  // kExponential cap
     double jitter = 0.0;                        // 0: none; 0.5: sleep in [interval/2, interval]
-    // Take a fencing token (INCR <name>:fence) in each successful attempt.
+    // Take a fencing token (INCR <name>~fence) in each successful attempt.
     bool fenced = false;
   };
 
-  // Binds to the key `name` on `client` (which must outlive the lock).
-  // Sends nothing. Throws std::invalid_argument for an empty name, a lease
-  // or interval <= 0 or over the maximum (100 years, detail::kMaxDuration),
-  // multiplier < 1, or jitter outside [0, 1].
+  // Binds to the key `name` (and, fenced, derived_key(name, "fence")) on
+  // `client` (which must outlive the lock). Sends nothing. Throws
+  // std::invalid_argument for a name check_lock_name refuses
+  // (lock_keys.hpp), a lease or interval <= 0 or over the maximum (100
+  // years, detail::kMaxDuration), multiplier < 1, or jitter outside [0, 1].
   SpinLock(Client& client, std::string name);
   SpinLock(Client& client, std::string name, Options options);
   // Pre: no thread holds or waits for it through this object.

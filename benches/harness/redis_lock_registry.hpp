@@ -62,7 +62,7 @@ struct RedisLockInfo {
   bool watchdog = false;  // lease 0 = renewed while held
   bool guarded = false;   // the redis_locks suite also runs Guarded(<name>)
   bool fence_in_every_script = false;
-  std::vector<std::string_view> per_waiter_keys;  // <name><suffix><owner token>
+  std::vector<std::string_view> per_waiter_keys;  // roles: derived_key(name, <role><owner token>)
   std::string_view keys_note;
   std::string_view fenced_keys_note;
 };

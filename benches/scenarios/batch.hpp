@@ -80,9 +80,11 @@
 // is the rule the server applies.
 //
 // Our locks' keys: the lock classes derive every key from the lock name
-// (`<name>`, `<name>:fence`, `<name>:queue`, `<name>:timeout`, FairLock's
-// per-waiter `<name>:alive:<token>` / `<name>:wake:<token>`), and several
-// send two or more of them to one script. lock_key_sets() lists, per lock,
+// (`<name>` and, through distributed/lock_keys.hpp, the roles `fence`,
+// `queue`, `timeout`, FairLock's per-waiter `alive:<token>` /
+// `wake:<token>`: `<name>~<role>` for a name with a hash tag,
+// `~{<name>}~<role>` for one without, so that every key of a lock hashes
+// to its slot), and several send two or more of them to one script. lock_key_sets() lists, per lock,
 // the keys one acquire or release touches together (read from the lock
 // objects' accessors; FairLock's per-waiter keys mirror fair_lock.hpp's
 // essay, since its scripts build them from the name). Channels are listed
@@ -117,6 +119,7 @@
 #include "distributed/embedded_server.hpp"
 #include "distributed/error.hpp"
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
 
 namespace locklab::scenarios::batch {
@@ -579,10 +582,10 @@ class LocalCluster {
   // From the first node's start to cluster_state:ok everywhere.
   double ready_ms() const noexcept { return ready_ms_; }
 
- private:
   static int free_port() {
     // Any free loopback port: the kernel's choice, as EmbeddedServer's.
-    // Racy like every such probe; start_node retries with another.
+    // Racy like every such probe; start_node retries with another. Public
+    // for tests that start a single cluster-enabled node.
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error("socket() failed");
     sockaddr_in a{};
@@ -596,6 +599,7 @@ class LocalCluster {
     return ntohs(a.sin_port);
   }
 
+ private:
   void start_node(int i) {
     std::string why;
     for (int attempt = 0; attempt < 3; ++attempt) {
@@ -722,7 +726,8 @@ struct LockKeySet {
 // The keys one lock object touches together: its name, its queue (if it
 // has one), its fence counter (when fenced, or always for a lock whose
 // every script takes it), and the per-waiter keys its scripts build from
-// the name (for the calling thread's owner token). Channels apart.
+// the name (derived keys of role <role><owner token>, lock_keys.hpp, for the
+// calling thread's owner token). Channels apart.
 template <class L>
 LockKeySet key_set_of(const L& l, const bench::RedisLockInfo& info, const std::string& owner) {
   LockKeySet set;
@@ -730,7 +735,7 @@ LockKeySet key_set_of(const L& l, const bench::RedisLockInfo& info, const std::s
   set.keys = {l.name()};
   if constexpr (requires { l.queue_key(); }) set.keys.push_back(l.queue_key());
   if (l.fenced() || info.fence_in_every_script) set.keys.push_back(l.fence_key());
-  for (std::string_view suffix : info.per_waiter_keys) set.keys.push_back(l.name() + std::string(suffix) + owner);
+  for (std::string_view role : info.per_waiter_keys) set.keys.push_back(redis::derived_key(l.name(), std::string(role) + owner));
   if constexpr (requires { l.channel(); }) set.channels.push_back(l.channel());
   return set;
 }

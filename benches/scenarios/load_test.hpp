@@ -234,8 +234,8 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
   const auto wait = real(c.wait_s);
   const auto lease = std::chrono::ceil<std::chrono::milliseconds>(Seconds(c.lease_s / S));
 
-  probe.command({"DEL", c.key, c.key + ":timeout"});
   redis::PermitSemaphore raw(client, c.key);
+  probe.command({"DEL", raw.name(), raw.timeout_key()});
   redis::GuardTraits<redis::PermitSemaphore> traits;
   traits.permits = 1;
   traits.lease = lease;
@@ -360,7 +360,7 @@ inline LoadResult run_load_test(redis::Client& client, redis::Client& probe, con
     (void)warm.try_set_permits(1);
     if (auto id = warm.try_acquire(std::chrono::milliseconds(0), lease)) warm.release(*id);
     (void)client.subscriber();
-    probe.command({"DEL", c.key + ":warmup", c.key + ":warmup:timeout"});
+    probe.command({"DEL", warm.name(), warm.timeout_key()});
   }
 
   const ServerCounters before = server_counters(probe);

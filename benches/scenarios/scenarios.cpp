@@ -82,6 +82,7 @@
 #include "benches/scenarios/load_test.hpp"
 #include "benches/scenarios/pool_rejection.hpp"
 #include "distributed/guarded_lock.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
 
 extern char** environ;
@@ -838,8 +839,10 @@ std::string slot_list(const batch::SlotCheck& c) {
   std::string out;
   for (std::size_t i = 0; i < c.set.keys.size(); ++i) {
     std::string k = c.set.keys[i];
-    if (k.rfind(c.set.name, 0) == 0) k = k.size() == c.set.name.size() ? "<name>" : k.substr(c.set.name.size());
-    for (const char* part : {":alive:", ":wake:"}) {
+    const std::string prefix = redis::derived_key_prefix(c.set.name);
+    if (k == c.set.name) k = "<name>";
+    if (k.rfind(prefix, 0) == 0) k = "~" + k.substr(prefix.size());
+    for (const char* part : {"~alive:", "~wake:"}) {
       if (k.rfind(part, 0) == 0) k = std::string(part) + "<t>";
     }
     out += (out.empty() ? "" : " ") + k + "=" + std::to_string(c.slots[i]);
@@ -991,7 +994,7 @@ void run_batch_scenario(const Options& o) {
                   {"slots_from_server", c.from_server ? 1.0 : 0.0}};
     entries.push_back(e);
   }
-  std::cout << "(channels: <name>:channel; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
+  std::cout << "(channels: <name>~channel, derived like the keys; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
                "not matter)\n";
   if (!split.empty()) {
     std::string list;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distributed/fencing.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
@@ -32,7 +33,8 @@ std::int64_t queued(Client& c, const FairLock& lock) {
 
 // Every key the lock created (the lock, its queue, alive and wake keys).
 std::int64_t keys_of(Client& c, const std::string& name) {
-  return static_cast<std::int64_t>(c.command({"KEYS", name + "*"}).as_array().size());
+  return static_cast<std::int64_t>(c.command({"KEYS", name + "*"}).as_array().size() +
+                                   c.command({"KEYS", derived_key_prefix(name) + "*"}).as_array().size());
 }
 
 
@@ -102,12 +104,12 @@ TEST_F(FairLockTest, NoBargingANewcomerNeverTakesAFreeLockALiveWaiterIsOwed) {
   // A live waiter at the head of the queue and a free lock (its owner's
   // lease ran out, so no release handed it on): a try_lock must not take it
   // and hands it to the head instead.
-  client().command({"ZADD", key() + ":queue", "1", "queued-waiter"});
-  client().command({"SET", key() + ":alive:queued-waiter", "5000", "PX", "10000"});
+  client().command({"ZADD", derived_key(key(), "queue"), "1", "queued-waiter"});
+  client().command({"SET", derived_key(key(), "alive:queued-waiter"), "5000", "PX", "10000"});
   FairLock lock(client(), key(), leased(10s));
   EXPECT_FALSE(lock.try_lock());
   EXPECT_EQ(client().command({"GET", key()}).as_string(), "queued-waiter");
-  EXPECT_EQ(client().command({"LLEN", key() + ":wake:queued-waiter"}).as_integer(), 1) << "the head was not woken";
+  EXPECT_EQ(client().command({"LLEN", derived_key(key(), "wake:queued-waiter")}).as_integer(), 1) << "the head was not woken";
   EXPECT_GT(client().command({"PTTL", key()}).as_integer(), 4'000) << "granted with the waiter's own lease";
   EXPECT_EQ(queued(client(), lock), 0) << "the try enqueued itself";
 }
@@ -366,18 +368,18 @@ TEST_F(FairLockTest, AHandOffCollectedByALaterAttemptCarriesItsToken) {
     {
       Holder holder(lock);
       client().command({"ZADD", lock.queue_key(), "1", me});
-      client().command({"SET", key() + ":alive:" + me, "10000f", "PX", "10000"});
+      client().command({"SET", derived_key(key(), "alive:" + me), "10000f", "PX", "10000"});
       holder.release();
       EXPECT_FALSE(holder.unlock_failed());
     }
     ASSERT_EQ(client().command({"GET", key()}).as_string(), me) << "handed to this thread";
-    const std::int64_t pushed = std::stoll(client().command({"LINDEX", key() + ":wake:" + me, "0"}).as_string());
+    const std::int64_t pushed = std::stoll(client().command({"LINDEX", derived_key(key(), "wake:" + me), "0"}).as_string());
     EXPECT_EQ(pushed, FencingTokens(client(), key()).current()) << "the hand-off took it";
-    if (lose_the_wake_list) client().command({"DEL", key() + ":wake:" + me});
+    if (lose_the_wake_list) client().command({"DEL", derived_key(key(), "wake:" + me)});
     ASSERT_TRUE(lock.try_lock());
     EXPECT_EQ(lock.token(), lose_the_wake_list ? pushed + 1 : pushed);
     EXPECT_EQ(lock.token(), FencingTokens(client(), key()).current());
-    EXPECT_EQ(client().command({"EXISTS", key() + ":wake:" + me}).as_integer(), 0);
+    EXPECT_EQ(client().command({"EXISTS", derived_key(key(), "wake:" + me)}).as_integer(), 0);
     lock.unlock();
   }
   EXPECT_EQ(keys_of(client(), key()), 1) << "only the counter stays";

@@ -89,7 +89,7 @@ std::vector<std::int64_t> random_writes(std::mt19937& rng, int n) {
 
 TEST_F(FencingTest, TokensStartAtOneAndIncreaseByOne) {
   FencingTokens tokens(client(), key());
-  EXPECT_EQ(tokens.key(), key() + ":fence");
+  EXPECT_EQ(tokens.key(), "~{" + key() + "}~fence");
   EXPECT_EQ(tokens.current(), 0);
   EXPECT_EQ(tokens.next(), 1);
   EXPECT_EQ(tokens.next(), 2);
