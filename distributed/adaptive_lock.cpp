@@ -163,8 +163,4 @@ void AdaptiveLock::unlock() {
   if (r != 1 && r != 2) throw LockLost(name_, r == -1);
 }
 
-std::int64_t AdaptiveLock::token() const {
-  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
-}
-
 }  // namespace locklab::redis

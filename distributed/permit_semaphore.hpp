@@ -124,6 +124,7 @@ class PermitNotHeld : public std::runtime_error {
   bool expired_;
 };
 
+// Not DeadlineLockable: an acquisition yields a permit id that any thread may release, not a hold of the caller.
 class PermitSemaphore {
  public:
   // Binds to `name`, `name + ":timeout"` and `name + ":channel"` on

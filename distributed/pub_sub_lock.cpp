@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "distributed/fenced_acquire.hpp"
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 
