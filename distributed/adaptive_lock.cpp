@@ -209,8 +209,4 @@ void AdaptiveLock::unlock() {
   releases_.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::int64_t AdaptiveLock::token() const {
-  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
-}
-
 }  // namespace locklab::redis

@@ -156,11 +156,13 @@
 #include <string>
 
 #include "distributed/client.hpp"
+#include "distributed/deadline_lockable.hpp"
+#include "distributed/fencing_token_members.hpp"
 #include "distributed/lock_support.hpp"
 
 namespace locklab::redis {
 
-class AdaptiveLock {
+class AdaptiveLock : public DeadlineLockable<AdaptiveLock>, public FencingTokenMembers<AdaptiveLock> {
  public:
   struct Options {
     std::chrono::milliseconds lease{3'000};  // the original lockTtl
@@ -188,33 +190,16 @@ class AdaptiveLock {
   AdaptiveLock(const AdaptiveLock&) = delete;
   AdaptiveLock& operator=(const AdaptiveLock&) = delete;
 
-  // Spins, then parks, without a time limit. Throws as in the essay.
-  void lock() { (void)acquire_until(Clock::time_point::max()); }
-  // One SET NX, no spin, no subscription.
-  bool try_lock() { return acquire_until(Clock::now()); }
-  // Spin and park until `timeout` (<= 0: one SET NX).
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return acquire_until(detail::deadline_after(timeout));
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return acquire_until(detail::to_steady(deadline));
-  }
+  // lock() spins, then parks, without a time limit; try_lock() is one SET
+  // NX, no spin, no subscription; try_lock_for / try_lock_until spin and park
+  // until the deadline (<= 0 or past: as try_lock()). DeadlineLockable;
+  // throws as in the essay.
   // Pre: held by this thread. Compare-and-delete, publishes on success;
   // std::system_error / LockLost / redis::Error as in the essay.
   void unlock();
 
   bool is_held_by_current_thread() const { return holds_.count(client_.thread_owner()) > 0; }
-  // The fencing token of the calling thread's hold (fencing.hpp): no round
-  // trip. std::logic_error if not built with Options::fenced;
-  // std::system_error(operation_not_permitted) if this thread does not hold
-  // the lock (per this object's record).
-  std::int64_t token() const;
-  bool fenced() const noexcept { return options_.fenced; }
-  // The token counter, FencingTokens::key_for(name()) (used only if fenced).
-  const std::string& fence_key() const noexcept { return fence_key_; }
-  const std::string& name() const noexcept { return name_; }
+  // token(), fenced(), fence_key(), name(): FencingTokenMembers.
   const std::string& channel() const noexcept { return channel_; }
   const Options& options() const noexcept { return options_; }
   // The current spin budget (see the essay).
@@ -232,6 +217,8 @@ class AdaptiveLock {
   std::uint64_t unpublished_releases() const noexcept { return unpublished_.load(std::memory_order_relaxed); }
 
  private:
+  friend DeadlineLockable<AdaptiveLock>;
+  friend FencingTokenMembers<AdaptiveLock>;
   using Clock = std::chrono::steady_clock;
   bool acquire_until(Clock::time_point deadline);
   bool try_set(const std::string& owner);

@@ -253,8 +253,4 @@ void FairLock::unlock() {
   if (r < 1) throw LockLost(name_, r == -1);
 }
 
-std::int64_t FairLock::token() const {
-  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
-}
-
 }  // namespace locklab::redis

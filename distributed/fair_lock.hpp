@@ -140,11 +140,13 @@
 #include <string>
 
 #include "distributed/client.hpp"
+#include "distributed/deadline_lockable.hpp"
+#include "distributed/fencing_token_members.hpp"
 #include "distributed/lock_support.hpp"
 
 namespace locklab::redis {
 
-class FairLock {
+class FairLock : public DeadlineLockable<FairLock>, public FencingTokenMembers<FairLock> {
  public:
   struct Options {
     // The owner's lease: <name> expires this long after the acquisition
@@ -170,34 +172,17 @@ class FairLock {
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
-  // Queues and waits for the hand-off, without a time limit.
-  void lock() { (void)acquire_until(Clock::time_point::max()); }
-  // One attempt, never queued: true only if free and nobody is queued.
-  bool try_lock() { return acquire_until(Clock::now()); }
-  // Queues and waits until `timeout` (<= 0: as try_lock()); on false the
-  // waiter has left the queue (essay, step 4).
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return acquire_until(detail::deadline_after(timeout));
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return acquire_until(detail::to_steady(deadline));
-  }
+  // lock() queues and waits for the hand-off, without a time limit;
+  // try_lock() is one attempt, never queued: true only if free and nobody is
+  // queued; try_lock_for / try_lock_until queue and wait until the deadline
+  // (<= 0 or past: as try_lock()), and on false the waiter has left the
+  // queue (essay, step 4). DeadlineLockable.
   // Pre: held by this thread. Hands the lock to the next live waiter (or
   // frees it); std::system_error / LockLost / redis::Error as in the essay.
   void unlock();
 
   bool is_held_by_current_thread() const { return holds_.count(client_.thread_owner()) > 0; }
-  // The fencing token of the calling thread's hold (fencing.hpp): no round
-  // trip. std::logic_error if not built with Options::fenced;
-  // std::system_error(operation_not_permitted) if this thread does not hold
-  // the lock (per this object's record).
-  std::int64_t token() const;
-  bool fenced() const noexcept { return options_.fenced; }
-  // The token counter, FencingTokens::key_for(name()).
-  const std::string& fence_key() const noexcept { return fence_key_; }
-  const std::string& name() const noexcept { return name_; }
+  // token(), fenced(), fence_key(), name(): FencingTokenMembers.
   const std::string& queue_key() const noexcept { return queue_; }
   const Options& options() const noexcept { return options_; }
   // Acquire-script runs so far (enqueueing attempts and refreshes).
@@ -206,6 +191,8 @@ class FairLock {
   std::uint64_t handoffs() const noexcept { return handoffs_.load(std::memory_order_relaxed); }
 
  private:
+  friend DeadlineLockable<FairLock>;
+  friend FencingTokenMembers<FairLock>;
   using Clock = std::chrono::steady_clock;
   struct Attempt {
     bool acquired;

@@ -105,22 +105,31 @@
 // Tokens are compared as Lua numbers (doubles) inside the scripts: exact
 // up to 2^53, i.e. for any counter a lock will ever reach.
 //
+// Where the pieces live
+// ---------------------
+//   fencing.hpp           this essay and FencingTokens, the counter
+//   fenced_resource.hpp   FencedResource, LocalFencedResource, FenceVerdict
+//   fenced_spin_lock.hpp  FencedSpinLock
+//   fenced_acquire.hpp    detail: the fenced SET NX script, token() lookup
+//   fencing_token_members.hpp  token(), fenced(), fence_key(), name(),
+//                         written once for the locks that derive from it
+// Lock headers include at most the last two, which include no lock header,
+// so no header includes back one that includes it.
+//
 // Costs: FencingTokens::next() 1 round trip; every fenced lock the same
 // round trips per lock/unlock as unfenced (2 uncontended: the token rides the
 // acquire); FencedResource::write 1 round trip; LocalFencedResource one mutex.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <mutex>
-#include <optional>
 #include <string>
 
 #include "distributed/client.hpp"
 #include "distributed/lock_keys.hpp"
-#include "distributed/lock_support.hpp"
-#include "distributed/spin_lock.hpp"
+// The rest of the toolkit the essay describes, so that this one include
+// gives all of it (FencingTokens itself needs neither).
+#include "distributed/fenced_resource.hpp"
+#include "distributed/fenced_spin_lock.hpp"
 
 namespace locklab::redis {
 
@@ -156,157 +165,6 @@ class FencingTokens {
  private:
   Client& client_;
   std::string key_;
-};
-
-// SpinLock (spin_lock.hpp) with Options::fenced on: SET NX PX and INCR in
-// one acquire script, polling, compare-and-delete release. Kept for code
-// that wants the token as the result of the acquisition; it is a thin
-// wrapper, and `SpinLock` with `fenced = true` is the same lock. Not
-// reentrant. Outcomes as SpinLock: std::system_error for unlock by a
-// non-holder and for re-locking, LockLost from unlock after the lease ran
-// out, a single try for zero/negative timeouts, redis::Error when Redis fails.
-class FencedSpinLock {
- public:
-  struct Options {
-    std::chrono::milliseconds lease{100};
-    std::chrono::milliseconds retry_interval{50};
-    double jitter = 0.0;  // each sleep shortened by a random fraction up to this, in [0, 1]
-  };
-
-  // Binds to `name` (string key) and FencingTokens::key_for(name) on
-  // `client`. std::invalid_argument for a name check_lock_name refuses
-  // (lock_keys.hpp), lease or interval <= 0 or over 100 years, jitter
-  // outside [0, 1].
-  FencedSpinLock(Client& client, std::string name);
-  FencedSpinLock(Client& client, std::string name, Options options);
-  FencedSpinLock(const FencedSpinLock&) = delete;
-  FencedSpinLock& operator=(const FencedSpinLock&) = delete;
-
-  // The token, or nullopt if `wait` passed (<= 0: one try). The calling
-  // thread holds the lock when a token is returned.
-  template <class Rep, class Period>
-  std::optional<std::int64_t> try_acquire(const std::chrono::duration<Rep, Period>& wait) {
-    if (!lock_.try_lock_for(wait)) return std::nullopt;
-    return lock_.token();
-  }
-
-  // Lockable / TimedLockable, for std::lock_guard and the harness; token()
-  // then gives the token.
-  void lock() { lock_.lock(); }
-  bool try_lock() { return lock_.try_lock(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return lock_.try_lock_for(timeout);
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return lock_.try_lock_until(deadline);
-  }
-  // Pre: held by this thread. Compare-and-delete; the token's validity at
-  // the resource is unaffected (the next holder's token supersedes it).
-  void unlock() { lock_.unlock(); }
-
-  // The token of the calling thread's current hold. Throws
-  // std::system_error(operation_not_permitted) if it does not hold it.
-  std::int64_t token() const { return lock_.token(); }
-  bool is_held_by_current_thread() const { return lock_.is_held_by_current_thread(); }
-  const std::string& name() const noexcept { return lock_.name(); }
-  const std::string& fence_key() const noexcept { return lock_.fence_key(); }
-  // Acquire scripts run so far (successful or not).
-  std::uint64_t attempts() const noexcept { return lock_.attempts(); }
-  // The lock it wraps (its options(), fenced() ...).
-  const SpinLock& spin_lock() const noexcept { return lock_; }
-
- private:
-  SpinLock lock_;
-};
-
-namespace detail {
-
-// The acquire script SpinLock and AdaptiveLock run when fenced: SET <key>
-// <owner> NX PX <lease>, and on success INCR <fence_key> in the same script.
-struct FencedSetNx {
-  bool acquired;
-  std::int64_t value;  // acquired: the token (>= 1); else the holder's PTTL (-1: no expiry, -2: no key)
-};
-FencedSetNx fenced_set_nx(Client& client, const std::string& key, const std::string& fence_key,
-                          const std::string& owner, std::chrono::milliseconds lease);
-
-// What every lock's token() does: `tokens` is the lock's record of owner ->
-// token of its current hold (0: none). std::logic_error if the lock was
-// built without Options::fenced (a configuration bug: no token exists);
-// std::system_error(operation_not_permitted) if `owner` holds no token.
-std::int64_t held_token(const LocalHolds& tokens, bool fenced, const std::string& lock_name,
-                        const std::string& owner);
-
-}  // namespace detail
-
-// The resource's answer to one write.
-struct FenceVerdict {
-  bool accepted = false;
-  // The highest token the resource has accepted, after this write (equals
-  // the write's token when accepted; when rejected, the one that beat it,
-  // 0 if none ever was).
-  std::int64_t highest = 0;
-};
-
-// A value in Redis guarded by fencing tokens: the hash <name> with fields
-// `value`, `token` (highest accepted), `accepted` and `rejected` (totals
-// over every writer, every process). The check and the write are one Lua
-// script, so no interleaving of writers can slip a stale write past it.
-class FencedResource {
- public:
-  struct Totals {
-    std::int64_t accepted = 0;
-    std::int64_t rejected = 0;
-    std::int64_t highest = 0;
-  };
-
-  // Binds to the hash `name` on `client`. Sends nothing.
-  // std::invalid_argument for an empty name.
-  FencedResource(Client& client, std::string name);
-
-  // Writes `value` if `token` > the highest accepted token, atomically.
-  // std::invalid_argument if token < 1 (INCR never issues one: a caller
-  // bug, nothing is sent). redis::Error if Redis fails (then this object's
-  // counters are unchanged; the write may or may not have happened, see
-  // client.hpp). Error(kServer) WRONGTYPE if `name` holds another type.
-  FenceVerdict write(std::int64_t token, const std::string& value);
-  // The current value, nullopt if never written. One round trip.
-  std::optional<std::string> read();
-  // Server-side totals over all writers. One round trip.
-  Totals totals();
-
-  // This object's own verdicts (relaxed counters: statistics).
-  std::uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
-  std::uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
-  const std::string& name() const noexcept { return name_; }
-
- private:
-  Client& client_;
-  std::string name_;
-  std::atomic<std::uint64_t> accepted_{0};
-  std::atomic<std::uint64_t> rejected_{0};
-};
-
-// The same rule in process memory, for local demos and tests of code that
-// takes a resource: a mutex around (value, highest token, counts). Thread-
-// safe; no Redis.
-class LocalFencedResource {
- public:
-  // As FencedResource::write (std::invalid_argument for token < 1).
-  FenceVerdict write(std::int64_t token, const std::string& value);
-  std::optional<std::string> read() const;
-  std::int64_t highest() const;
-  std::uint64_t accepted() const;
-  std::uint64_t rejected() const;
-
- private:
-  mutable std::mutex mu_;
-  std::optional<std::string> value_;
-  std::int64_t highest_ = 0;
-  std::uint64_t accepted_ = 0;
-  std::uint64_t rejected_ = 0;
 };
 
 }  // namespace locklab::redis

@@ -175,6 +175,7 @@ struct GuardTraits<PermitSemaphore> {
   void initialise(PermitSemaphore& s) { (void)s.try_set_permits(permits); }
 };
 
+// Not DeadlineLockable: one object serves many keys, and try_acquire(key, wait) returns a Guard, not a hold.
 template <class L, class Traits = GuardTraits<L>>
 class GuardedLock {
  public:

@@ -135,6 +135,7 @@ class PermitNotHeld : public std::runtime_error {
   bool expired_;
 };
 
+// Not DeadlineLockable: an acquisition yields a permit id that any thread may release, not a hold of the caller.
 class PermitSemaphore {
  public:
   // Binds to `name`, derived_key(name, "timeout") and the channel

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "distributed/fenced_acquire.hpp"
 #include "distributed/fencing.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"

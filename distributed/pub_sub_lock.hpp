@@ -233,6 +233,7 @@
 #include <unordered_map>
 
 #include "distributed/client.hpp"
+#include "distributed/deadline_lockable.hpp"
 #include "distributed/lease_renewer.hpp"
 #include "distributed/lock_support.hpp"
 #include "distributed/subscriber.hpp"
@@ -240,7 +241,7 @@
 
 namespace locklab::redis {
 
-class PubSubLock {
+class PubSubLock : public DeadlineLockable<PubSubLock> {
  public:
   // What a watchdog renewal found wrong with one hold ("Lease at risk" in
   // the essay).
@@ -284,24 +285,22 @@ class PubSubLock {
   PubSubLock(const PubSubLock&) = delete;
   PubSubLock& operator=(const PubSubLock&) = delete;
 
-  // Waits without a time limit (re-entry if held). Throws redis::Error, or
-  // LockLost for a re-entry whose hold is gone (see the essay).
-  void lock() { (void)acquire(Clock::time_point::max(), lease_ms()); }
-  // One attempt, no subscription.
-  bool try_lock() { return acquire(Clock::now(), lease_ms()); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return acquire(detail::deadline_after(timeout), lease_ms());
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return acquire(detail::to_steady(deadline), lease_ms());
-  }
+  // lock() waits without a time limit (re-entry if held); try_lock() is one
+  // attempt, no subscription; try_lock_for / try_lock_until wait until the
+  // deadline (<= 0 or past: as try_lock()). DeadlineLockable, each with the
+  // options' lease. Throw redis::Error, or LockLost for a re-entry whose
+  // hold is gone (see the essay).
+  using DeadlineLockable<PubSubLock>::try_lock_for;
   // As try_lock_for with an explicit lease for this acquisition (0:
   // watchdog), Redisson's tryLock(wait, lease, unit). std::invalid_argument
   // for a negative lease or one over 100 years, before anything is sent.
   bool try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease);
 
+ private:
+  friend DeadlineLockable<PubSubLock>;
+  bool acquire_until(detail::Clock::time_point deadline) { return acquire(deadline, lease_ms()); }
+
+ public:
   // The drained thread pool's tryLockAsync(wait, lease): returns at once; the
   // future becomes true when the calling thread owns the lock, false when
   // `wait` ran out (wait <= 0: a single attempt, no subscription), or holds

@@ -87,6 +87,7 @@
 #include <vector>
 
 #include "distributed/client.hpp"
+#include "distributed/deadline_lockable.hpp"
 #include "distributed/lock_support.hpp"
 
 namespace locklab::redis {
@@ -115,7 +116,8 @@ class NoQuorum : public std::runtime_error {
   std::uint64_t attempts_;
 };
 
-class RedLock {
+// No fencing members (FencingTokenMembers): N servers have no common counter.
+class RedLock : public DeadlineLockable<RedLock> {
  public:
   struct Options {
     std::chrono::milliseconds lease{10'000};
@@ -141,18 +143,10 @@ class RedLock {
 
   // Retries until acquired or Options::lock_timeout has passed, then
   // throws NoQuorum with the last attempt's votes. redis::Error is never
-  // thrown by acquisition.
+  // thrown by acquisition. (Hides DeadlineLockable's unbounded lock().)
   void lock();
-  // One attempt.
-  bool try_lock() { return acquire_until(detail::Clock::now()); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return acquire_until(detail::deadline_after(timeout));
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return acquire_until(detail::to_steady(deadline));
-  }
+  // try_lock() is one attempt; try_lock_for / try_lock_until retry until the
+  // deadline (<= 0 or past: one attempt). DeadlineLockable.
   // Pre: held by this thread. See the essay for LockLost / redis::Error.
   void unlock();
 
@@ -172,6 +166,7 @@ class RedLock {
   std::uint64_t node_errors() const noexcept { return node_errors_.load(std::memory_order_relaxed); }
 
  private:
+  friend DeadlineLockable<RedLock>;
   struct Hold {
     std::string token;
     detail::Clock::time_point valid_until;

@@ -100,8 +100,4 @@ void SpinLock::unlock() {
   if (r != 1) throw LockLost(name_, r == -1);
 }
 
-std::int64_t SpinLock::token() const {
-  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
-}
-
 }  // namespace locklab::redis

@@ -86,11 +86,13 @@
 #include <string>
 
 #include "distributed/client.hpp"
+#include "distributed/deadline_lockable.hpp"
+#include "distributed/fencing_token_members.hpp"
 #include "distributed/lock_support.hpp"
 
 namespace locklab::redis {
 
-class SpinLock {
+class SpinLock : public DeadlineLockable<SpinLock>, public FencingTokenMembers<SpinLock> {
  public:
   enum class Backoff { kFixed, kExponential };
 
@@ -117,39 +119,23 @@ class SpinLock {
   SpinLock(const SpinLock&) = delete;
   SpinLock& operator=(const SpinLock&) = delete;
 
-  // Polls until acquired, without a time limit. Throws as in the essay.
-  void lock() { (void)acquire_until(Clock::time_point::max()); }
-  // One SET NX; true if acquired.
-  bool try_lock() { return acquire_until(Clock::now()); }
-  // Polls until acquired or `timeout` passed (<= 0: one try).
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return acquire_until(detail::deadline_after(timeout));
-  }
-  template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return acquire_until(detail::to_steady(deadline));
-  }
+  // lock() polls until acquired, without a time limit; try_lock() is one
+  // SET NX; try_lock_for / try_lock_until poll until acquired or the
+  // deadline (<= 0 or past: one try). DeadlineLockable; throws as in the essay.
   // Pre: held by this thread. Compare-and-delete; see the essay for
   // std::system_error, LockLost and redis::Error.
   void unlock();
 
   bool is_held_by_current_thread() const { return holds_.count(client_.thread_owner()) > 0; }
-  // The fencing token of the calling thread's hold (fencing.hpp): no round
-  // trip. std::logic_error if not built with Options::fenced;
-  // std::system_error(operation_not_permitted) if this thread does not hold
-  // the lock (per this object's record).
-  std::int64_t token() const;
-  bool fenced() const noexcept { return options_.fenced; }
-  // The token counter, FencingTokens::key_for(name()) (used only if fenced).
-  const std::string& fence_key() const noexcept { return fence_key_; }
-  const std::string& name() const noexcept { return name_; }
+  // token(), fenced(), fence_key(), name(): FencingTokenMembers.
   const Options& options() const noexcept { return options_; }
   // SET NX commands (or fenced acquire scripts) sent so far, successful or
   // not: the polling cost.
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
 
  private:
+  friend DeadlineLockable<SpinLock>;
+  friend FencingTokenMembers<SpinLock>;
   using Clock = std::chrono::steady_clock;
   bool acquire_until(Clock::time_point deadline);
   bool attempt(const std::string& owner);
