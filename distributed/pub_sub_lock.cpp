@@ -264,10 +264,6 @@ void PubSubLock::unlock() {
   }
 }
 
-std::int64_t PubSubLock::token() const {
-  return detail::held_token(tokens_, options_.fenced, name_, client_.thread_owner());
-}
-
 // --- watchdog ----------------------------------------------------------------
 
 void PubSubLock::watch(const std::string& owner) {

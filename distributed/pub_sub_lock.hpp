@@ -234,6 +234,7 @@
 
 #include "distributed/client.hpp"
 #include "distributed/deadline_lockable.hpp"
+#include "distributed/fencing_token_members.hpp"
 #include "distributed/lease_renewer.hpp"
 #include "distributed/lock_support.hpp"
 #include "distributed/subscriber.hpp"
@@ -241,7 +242,7 @@
 
 namespace locklab::redis {
 
-class PubSubLock : public DeadlineLockable<PubSubLock> {
+class PubSubLock : public DeadlineLockable<PubSubLock>, public FencingTokenMembers<PubSubLock> {
  public:
   // What a watchdog renewal found wrong with one hold ("Lease at risk" in
   // the essay).
@@ -298,6 +299,7 @@ class PubSubLock : public DeadlineLockable<PubSubLock> {
 
  private:
   friend DeadlineLockable<PubSubLock>;
+  friend FencingTokenMembers<PubSubLock>;
   bool acquire_until(detail::Clock::time_point deadline) { return acquire(deadline, lease_ms()); }
 
  public:
@@ -315,15 +317,8 @@ class PubSubLock : public DeadlineLockable<PubSubLock> {
   // This thread's hold count as this object records it (0: not held).
   std::int64_t hold_count() const { return holds_.count(client_.thread_owner()); }
   bool is_held_by_current_thread() const { return hold_count() > 0; }
-  // The fencing token of the calling thread's outermost hold (fencing.hpp):
-  // no round trip. std::logic_error if not built with Options::fenced;
-  // std::system_error(operation_not_permitted) if this thread does not hold
-  // the lock (per this object's record).
-  std::int64_t token() const;
-  bool fenced() const noexcept { return options_.fenced; }
-  // The token counter, FencingTokens::key_for(name()) (used only if fenced).
-  const std::string& fence_key() const noexcept { return fence_key_; }
-  const std::string& name() const noexcept { return name_; }
+  // token() (of the outermost hold), fenced(), fence_key(), name():
+  // FencingTokenMembers.
   const std::string& channel() const noexcept { return channel_; }
   // Watchdog mode: what the renewals found wrong with the calling thread's
   // hold since its outermost acquisition (the worse verdict: kLost over
