@@ -241,10 +241,7 @@ bool FairLock::acquire_until(Clock::time_point deadline) {
 }
 
 void FairLock::unlock() {
-  const std::string owner = client_.thread_owner();
-  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
-  holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
-  tokens_.set(owner, 0);
+  const std::string owner = detail::end_hold(client_, holds_, tokens_, name_);
   const std::int64_t r = doubts_.guard(
       owner,
       [&] { return client_.eval(kRelease, {name_, queue_, fence_key_}, {owner, waiter_key_prefix_}).as_integer(); },

@@ -117,6 +117,18 @@ class LocalHolds {
   std::unordered_map<std::string, std::int64_t> holds_;
 };
 
+// The first step of a non-reentrant lock's unlock(): the calling thread's
+// owner string, once the record says it holds the lock (throw_not_owner,
+// nothing sent, if not), with its hold and token cleared: whatever the
+// server answers next, this thread no longer holds it.
+inline std::string end_hold(Client& client, LocalHolds& holds, LocalHolds& tokens, const std::string& name) {
+  std::string owner = client.thread_owner();
+  if (holds.count(owner) == 0) throw_not_owner(name);
+  holds.set(owner, 0);
+  tokens.set(owner, 0);
+  return owner;
+}
+
 // True for the failures after which nobody knows what the server did: the
 // command may have run with its reply lost (kTimeout, kIo), or may never
 // have been sent (kConnect). A kServer or kProtocol reply completed the

@@ -90,10 +90,7 @@ bool SpinLock::acquire_until(Clock::time_point deadline) {
 }
 
 void SpinLock::unlock() {
-  const std::string owner = client_.thread_owner();
-  if (holds_.count(owner) == 0) detail::throw_not_owner(name_);
-  holds_.set(owner, 0);  // whatever the server says next, this thread no longer holds it
-  tokens_.set(owner, 0);
+  const std::string owner = detail::end_hold(client_, holds_, tokens_, name_);
   const std::int64_t r = doubts_.guard(
       owner, [&] { return client_.eval(compare_and_delete_script(), {name_}, {owner}).as_integer(); },
       [&] { restore(owner); });
