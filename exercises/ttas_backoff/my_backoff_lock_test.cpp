@@ -12,6 +12,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(MyBackoffLock, LockConformance, MyBackoffLocks);
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -28,7 +29,9 @@ namespace {
 // exchanges on every spin instead: it passes every check above and is the
 // lock this exercise replaces. Counted, not timed: 4 threads (more than the
 // lab's 2 cores) take the lock 2000 times each, holding it for 64 pauses, and
-// the exchanges (CountedAtomic) per acquisition must stay small.
+// every 16th time for a 50 us sleep (a holder off its core: on a busy machine
+// the threads might otherwise run one after the other and never contend),
+// and the exchanges (CountedAtomic) per acquisition must stay small.
 TEST(MyBackoffLockTest, ContendedWaitersPollInsteadOfExchanging) {
   constexpr int kThreads = 4;
   constexpr int kAcquisitionsPerThread = 2000;
@@ -45,6 +48,7 @@ TEST(MyBackoffLockTest, ContendedWaitersPollInsteadOfExchanging) {
           lock.lock();
           ++inside;
           for (int p = 0; p < 64; ++p) cpu_relax();
+          if (i % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
           lock.unlock();
         }
         exchanges[t] = rmw_operations_of_this_thread() - before;
