@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci_check.sh — proves that the exercises grade: for every exercise the
 # STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
-# and the SOLUTION passes them; every bug-museum exhibit shows its bug and
+# and the SOLUTION passes them; every wrong version of a solution
+# (instructor/wrong/NAME/*.hpp, one bug each) fails them; every bug-museum exhibit shows its bug and
 # every fix does not; every exercise bench and the museum's bench compile and
 # run a smoke-sized point. Exit 0 only if all of that holds.
 #
@@ -85,6 +86,24 @@ for n in "${EXERCISES[@]}"; do
     bad "$n solution fails (exit $rc)" "$(grep -m3 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_solution_test.log" | tr '\n' ' ')" \
       "log: $BUILD/exercise_${n}_solution_test.log"
   fi
+done
+
+echo "ci_check: every wrong version of a solution fails its exercise's checks"
+# instructor/wrong/NAME/<fixture>.hpp: the solution with one bug, built (CMakeLists.txt) as
+# exercise_NAME_wrong_<fixture>_test. Caught = any failing exit: a failed check (1), or a crash.
+limit=120
+for f in "$ROOT"/exercises/instructor/wrong/*/*.hpp; do
+  [ -e "$f" ] || continue
+  n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .hpp)
+  what="instructor/wrong/$n/$fixture.hpp"
+  run "exercise_${n}_wrong_${fixture}_test" --gtest_brief=1
+  first=$(grep -m1 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_wrong_${fixture}_test.log" | sed 's/, where TypeParam.*//' || true)
+  case $rc in
+    0) bad "the grader cannot catch $what: it PASSES the $n checks" "a check must fail on this bug (the fixture's first lines say which)" ;;
+    1) ok "$what fails (${first#\[  FAILED  \] })" ;;
+    124) ok "$what fails: hangs, killed after ${limit} s${first:+ (${first#\[  FAILED  \] })}" ;;
+    *) ok "$what fails: crashes (exit $rc)${first:+ after ${first#\[  FAILED  \] }}" ;;
+  esac
 done
 
 echo "ci_check: the bug museum shows every bug; the fixes show none"

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <system_error>
@@ -15,6 +16,7 @@
 
 #include "primitives/adaptive_mutex.hpp"
 #include "primitives/ttas_lock.hpp"
+#include "tests/eventually.hpp"
 #include "tests/primitives/lock_conformance.hpp"
 
 using MyReentrantLocks =
@@ -162,6 +164,126 @@ TEST(MyReentrantLockTest, TimedTriesReenterAndWaitForTheInnerLock) {
     EXPECT_EQ(lock.hold_count(), got ? 1 : 0);
     if (got) lock.unlock();
   });
+}
+
+
+// unlock(), reporting a refusal as a failure of the check instead of letting
+// the exception end the thread (a wrong lock must fail its checks, not crash
+// the grader). True if it returned normally.
+template <class L>
+bool unlock_or_fail(L& lock, const char* what) {
+  try {
+    lock.unlock();
+    return true;
+  } catch (const std::system_error& e) {
+    ADD_FAILURE() << what << " threw: " << e.what();
+    return false;
+  }
+}
+
+// A waiter must change nothing before it owns the lock: the owner holds it
+// 3 times while another thread tries (false) and then blocks in lock(); the
+// owner's hold count stays 3, 2, 1 through its unlocks and the waiter gets
+// the lock only after the last one. (A lock() that writes the hold count
+// before taking the inner lock overwrites the owner's 3 with 1, and the
+// owner's first unlock then frees the lock.)
+TEST(MyReentrantLockTest, AWaiterChangesNothingUntilTheOwnersLastUnlock) {
+  MyReentrantLock<std::mutex> lock;
+  lock.lock();
+  lock.lock();
+  lock.lock();
+  std::atomic<bool> asked{false}, got{false};
+  std::atomic<std::int64_t> waiters_holds{-1};
+  std::jthread waiter([&] {
+    const bool took = lock.try_lock();
+    EXPECT_FALSE(took) << "try_lock() by another thread succeeded on a lock held 3 times";
+    if (took) unlock_or_fail(lock, "the waiter's unlock after its try");
+    asked = true;
+    lock.lock();
+    got = true;
+    waiters_holds = lock.hold_count();
+    unlock_or_fail(lock, "the waiter's unlock");
+  });
+  ASSERT_TRUE(testing::eventually([&] { return asked.load(); }));
+  // The waiter is now inside lock(); a bounded pause for whatever it writes
+  // there to land (a correct lock writes nothing until it owns the lock).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int holds = 3; holds >= 1; --holds) {
+    EXPECT_EQ(lock.hold_count(), holds) << "the owner's hold count changed while another thread waited in lock()";
+    if (!unlock_or_fail(lock, "the owner's unlock")) break;
+    if (holds > 1) {
+      testing::eventually([&] { return got.load(); }, std::chrono::milliseconds(20));  // bounded: it must NOT get it
+      EXPECT_FALSE(got.load()) << "the waiter got the lock while the owner still held it " << holds - 1 << " times";
+    }
+  }
+  EXPECT_TRUE(testing::eventually([&] { return got.load(); })) << "the waiter never got the lock after the last unlock";
+  waiter.join();
+  EXPECT_EQ(waiters_holds.load(), 1) << "the new owner's hold count";
+  EXPECT_EQ(lock.hold_count(), 0);
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+}
+
+// An inner lock (a spin lock with yield) whose next unlock(), once armed,
+// returns only after the next owner of the wrapper is in (bounded, 2 s): it
+// stretches the moment just after the inner release, so that whatever the
+// old owner's unlock() still does after releasing the inner lock happens
+// while the new owner holds the wrapper. Deterministic: no race to win.
+std::atomic<bool> stall_next_inner_unlock{false};
+std::atomic<bool> next_owner_is_in{false};
+class StallingUnlockLock {
+ public:
+  void lock() {
+    while (locked_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  }
+  bool try_lock() { return !locked_.exchange(true, std::memory_order_acquire); }
+  void unlock() {
+    locked_.store(false, std::memory_order_release);
+    if (stall_next_inner_unlock.exchange(false)) {
+      testing::eventually([] { return next_owner_is_in.load(); }, std::chrono::seconds(2));
+    }
+  }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+// The old owner's unlock() must be finished with the wrapper's state once
+// the inner lock is free: a thread that takes the lock right then is the
+// owner, and stays the owner after the old owner's unlock() has returned.
+// (An unlock that clears the owner after releasing the inner lock erases the
+// new owner: is_held_by_current_thread() turns false and its unlock throws.)
+TEST(MyReentrantLockTest, TheNextOwnerStaysTheOwnerAfterThePreviousOwnersUnlockReturns) {
+  MyReentrantLock<StallingUnlockLock> lock;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    next_owner_is_in = false;
+    lock.lock();
+    lock.lock();
+    std::atomic<bool> waiting{false}, old_owner_left{false};
+    bool held = false;
+    std::int64_t holds = -1;
+    std::jthread next([&] {
+      waiting = true;
+      lock.lock();
+      next_owner_is_in = true;
+      testing::eventually([&] { return old_owner_left.load(); });  // until the old owner's unlock() has returned
+      held = lock.is_held_by_current_thread();
+      holds = lock.hold_count();
+      if (held) unlock_or_fail(lock, "the new owner's unlock");
+    });
+    ASSERT_TRUE(testing::eventually([&] { return waiting.load(); }));
+    unlock_or_fail(lock, "the owner's first unlock");
+    stall_next_inner_unlock = true;
+    unlock_or_fail(lock, "the owner's last unlock");  // releases the inner lock, which waits for `next` to be in
+    stall_next_inner_unlock = false;
+    old_owner_left = true;
+    next.join();
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+    EXPECT_TRUE(held) << "the thread that took the lock during the previous owner's unlock() lost it when that "
+                         "unlock() returned (is the owner cleared after the inner lock is released?)";
+    EXPECT_EQ(holds, 1);
+    if (!held) break;  // the wrapper is unusable now; one round is the proof
+  }
 }
 
 }  // namespace

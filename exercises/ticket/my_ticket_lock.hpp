@@ -21,14 +21,17 @@
 //
 // The algorithm to write
 // ----------------------
-//   next_     the next ticket to hand out      (std::atomic<uint32_t>)
-//   serving_  the ticket allowed in right now  (std::atomic<uint32_t>)
+//   next_     the next ticket to hand out      (CountedAtomic<uint32_t>: a
+//   serving_  the ticket allowed in right now   std::atomic a check can watch)
 //   lock:   my = next_.fetch_add(1); spin (cpu_relax) until serving_ == my.
 //   unlock: serving_ = serving_ + 1   (only the holder writes serving_:
 //           is a load and a store then enough, or do you need an RMW?)
 //   try_lock: compare-exchange next_ from s to s + 1, where s = serving_.
 //   free  <=> next_ == serving_;  queue_length = next_ - serving_ - 1 (>= 0).
-// Counters wrap at 2^32; unsigned arithmetic makes that harmless. Choose each
+// Counters wrap at 2^32; unsigned arithmetic makes that harmless (if you
+// compare tickets with == and !=: which comparison would break there?). A
+// check starts the counters just below 2^32 with the second constructor
+// (given, keep it) and queues threads across the wrap. Choose each
 // memory order and say why in a comment (which load must be acquire, which
 // store release, and can the fetch_add be relaxed?).
 //
@@ -41,6 +44,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "exercises/support/counted_atomic.hpp"
 #include "primitives/cache_line.hpp"
 #include "primitives/cpu_relax.hpp"
 
@@ -49,6 +53,10 @@ namespace locklab::exercises {
 class MyTicketLock {
  public:
   MyTicketLock() = default;
+  // Starts both counters at `first_ticket` instead of 0 (free, nobody
+  // queued). For the checks: MyTicketLock(UINT32_MAX - 1) reaches the wrap
+  // of the counters at 2^32 within a few acquisitions.
+  explicit MyTicketLock(std::uint32_t first_ticket) noexcept : next_(first_ticket), serving_(first_ticket) {}
   MyTicketLock(const MyTicketLock&) = delete;
   MyTicketLock& operator=(const MyTicketLock&) = delete;
 
@@ -76,9 +84,10 @@ class MyTicketLock {
 
  private:
   // On separate cache lines: arrivals (fetch_add on next_) should not
-  // invalidate the line every waiter polls.
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> next_{0};
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> serving_{0};
+  // invalidate the line every waiter polls. CountedAtomic is std::atomic that
+  // a check can watch (exercises/support/counted_atomic.hpp): keep the type.
+  alignas(kCacheLineSize) CountedAtomic<std::uint32_t> next_{0};
+  alignas(kCacheLineSize) CountedAtomic<std::uint32_t> serving_{0};
 };
 
 }  // namespace locklab::exercises

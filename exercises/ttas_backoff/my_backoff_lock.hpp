@@ -26,6 +26,10 @@
 //               below `limit` (start at kMinBackoff), then double `limit`,
 //               never beyond kMaxBackoff, and poll again.
 //   unlock: store(false).
+// The word is a CountedAtomic<bool> (exercises/support/counted_atomic.hpp):
+// std::atomic<bool> whose exchanges a check counts. Under contention a
+// waiter must mostly poll (loads) and back off, not exchange: the check
+// allows a few exchanges per acquisition, a test-and-set loop makes dozens.
 // Decide the memory order of each atomic operation and write down why (see
 // primitives/flag_spin_lock.hpp for the argument the reference locks make).
 //
@@ -40,6 +44,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "exercises/support/counted_atomic.hpp"
 #include "primitives/cache_line.hpp"
 #include "primitives/cpu_relax.hpp"
 
@@ -71,7 +76,9 @@ class MyBackoffLock {
   }
 
  private:
-  alignas(kCacheLineSize) std::atomic<bool> locked_{false};
+  // CountedAtomic<bool> is std::atomic<bool> whose exchanges the checks can
+  // count (exercises/support/counted_atomic.hpp): keep this type.
+  alignas(kCacheLineSize) CountedAtomic<bool> locked_{false};
 };
 
 }  // namespace locklab::exercises

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "exercises/support/counted_atomic.hpp"
 #include "primitives/cache_line.hpp"
 #include "primitives/cpu_relax.hpp"
 #include "primitives/lock_stats.hpp"
@@ -32,6 +33,10 @@ namespace locklab::exercises {
 class MyTicketLock {
  public:
   MyTicketLock() = default;
+  // Starts both counters at `first_ticket` instead of 0 (free, nobody
+  // queued). For the checks: MyTicketLock(UINT32_MAX - 1) reaches the wrap
+  // of the counters at 2^32 within a few acquisitions.
+  explicit MyTicketLock(std::uint32_t first_ticket) noexcept : next_(first_ticket), serving_(first_ticket) {}
   MyTicketLock(const MyTicketLock&) = delete;
   MyTicketLock& operator=(const MyTicketLock&) = delete;
 
@@ -65,8 +70,9 @@ class MyTicketLock {
   LockStatsSnapshot stats() const noexcept { return stats_.snapshot(); }
 
  private:
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> next_{0};
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> serving_{0};
+  // std::atomic that the checks can watch (exercises/support/counted_atomic.hpp).
+  alignas(kCacheLineSize) CountedAtomic<std::uint32_t> next_{0};
+  alignas(kCacheLineSize) CountedAtomic<std::uint32_t> serving_{0};
   LockStats stats_;
 };
 

@@ -32,6 +32,7 @@
 #include <functional>
 #include <thread>
 
+#include "exercises/support/counted_atomic.hpp"
 #include "primitives/cache_line.hpp"
 #include "primitives/cpu_relax.hpp"
 #include "primitives/lock_stats.hpp"
@@ -84,7 +85,7 @@ class MyBackoffLock {
     return x;
   }
 
-  alignas(kCacheLineSize) std::atomic<bool> locked_{false};
+  alignas(kCacheLineSize) CountedAtomic<bool> locked_{false};  // std::atomic<bool>, exchanges counted for the checks
   LockStats stats_;
 };
 
