@@ -2,9 +2,9 @@
 # ci_check.sh — proves that the exercises grade: for every exercise the
 # STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
 # and the SOLUTION passes them; every wrong version of a solution
-# (instructor/wrong/NAME/*.hpp, one bug each) fails them; every bug-museum exhibit shows its bug and
-# every fix does not; every exercise bench and the museum's bench compile and
-# run a smoke-sized point. Exit 0 only if all of that holds.
+# (instructor/wrong/NAME/*.hpp, one bug each) fails them; every bug-museum exhibit's test fails
+# with "BUG SHOWN" and passes on the reference fix; every exercise bench and the museum's bench
+# compile and run a smoke-sized point. Exit 0 only if all of that holds.
 #
 #   exercises/ci_check.sh        (./lab test calls it)
 #   LOCKLAB_CI_BENCHES=0 exercises/ci_check.sh    skip the benches (saves ~1/6 of the build)
@@ -106,16 +106,44 @@ for f in "$ROOT"/exercises/instructor/wrong/*/*.hpp; do
   esac
 done
 
-echo "ci_check: the bug museum shows every bug; the fixes show none"
-limit=300
-for exe in bug_museum_test bug_museum_fixed_test; do
-  run "$exe" --gtest_brief=1
-  if [ "$rc" -eq 0 ]; then
-    ok "$exe ($(grep -m1 -oE 'PASSED  \] [0-9]+ tests?' "$BUILD/$exe.log" | sed 's/PASSED  \] //' || true))"
-  else
-    bad "$exe (exit $rc)" "$(grep -m3 -E '^\[  FAILED  \]' "$BUILD/$exe.log" | tr '\n' ' ')" "log: $BUILD/$exe.log"
-  fi
-done
+# museum_ci: every exhibit's test (bug_museum/graded.hpp) FAILS with "BUG
+# SHOWN" on the exhibit (missing_pause excepted: it is correct, its bug is a
+# cost), and the same tests PASS on the reference fixes. A timing bug may
+# hide from one bounded run (peterson_without_seq_cst: see its README), so an
+# exhibit gets up to 3 runs to show its bug.
+museum_ci() {
+  local ex filter try
+  limit=120
+  for ex in $(cd "$ROOT/exercises/bug_museum" && ls -d -- */ | tr -d /); do
+    filter="Museum$(sed -E 's/(^|_)([a-z])/\U\2/g' <<<"$ex")*"  # lost_wakeup -> MuseumLostWakeup*
+    if [ "$ex" = missing_pause ]; then
+      run bug_museum_test --gtest_filter="$filter" --gtest_brief=1
+      if [ "$rc" -eq 0 ]; then ok "museum $ex passes its checks (its bug is a cost: the bench)"; else
+        bad "museum $ex fails its checks (exit $rc)" "log: $BUILD/bug_museum_test.log"; fi
+    else
+      for try in 1 2 3; do
+        run bug_museum_test --gtest_filter="$filter" --gtest_brief=1
+        [ "$rc" -eq 1 ] && grep -q 'BUG SHOWN: ' "$BUILD/bug_museum_test.log" && break
+      done
+      if [ "$rc" -eq 1 ] && grep -q 'BUG SHOWN: ' "$BUILD/bug_museum_test.log"; then
+        ok "museum $ex shows its bug (run $try: $(grep -m1 -o 'BUG SHOWN: .*' "$BUILD/bug_museum_test.log" | cut -c12-90))"
+      else
+        bad "museum $ex: no BUG SHOWN in 3 runs (exit $rc)" "log: $BUILD/bug_museum_test.log"
+      fi
+    fi
+  done
+  limit=300
+  for exe in bug_museum_reference_test bug_museum_fixed_test; do
+    run "$exe" --gtest_brief=1
+    if [ "$rc" -eq 0 ]; then
+      ok "$exe: the fixes PASS ($(grep -m1 -oE 'PASSED  \] [0-9]+ tests?' "$BUILD/$exe.log" | sed 's/PASSED  \] //' || true))"
+    else
+      bad "$exe (exit $rc)" "$(grep -m3 -E '^\[  FAILED  \]' "$BUILD/$exe.log" | tr '\n' ' ')" "log: $BUILD/$exe.log"
+    fi
+  done
+}
+echo "ci_check: the bug museum: every exhibit shows its bug (BUG SHOWN), every reference fix PASSes"
+museum_ci
 
 echo "ci_check: every bench writes a smoke-sized point (20 ms, 2 waiters)"
 smoke=$(mktemp -d)

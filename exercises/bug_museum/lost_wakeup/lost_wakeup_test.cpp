@@ -1,20 +1,22 @@
-// lost_wakeup_test.cpp — EXHIBIT lost_wakeup: this test PASSES when it
-// observes the bug (a waiter that sleeps through a set() made while it was
-// between its check and its sleep). See README.md.
+// lost_wakeup_test.cpp — EXHIBIT lost_wakeup, graded (graded.hpp): no waiter
+// may sleep through a set() made while it was between its check and its
+// sleep. On the exhibit it fails with "BUG SHOWN"; on a fix it passes.
+// See README.md.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ready_flag.hpp>
 
-#include "exercises/bug_museum/lost_wakeup/ready_flag.hpp"
+#include "exercises/bug_museum/graded.hpp"
 #include "exercises/bug_museum/lost_wakeup/scenario.hpp"
 
 namespace locklab::museum {
 namespace {
 
-TEST(MuseumLostWakeup, AWaiterSleepsThroughASetMadeInItsWindow) {
-  const LostWakeupRun run = run_lost_wakeup<ReadyFlag>(5);
-  EXPECT_GE(run.missed, 1) << "the bug did not show in " << run.rounds
-                           << " rounds (the waiter was preempted for longer than its window every time?)";
+TEST(MuseumLostWakeup, NoWaiterSleepsThroughASetMadeInItsWindow) {
+  const LostWakeupRun run = run_lost_wakeup<graded::ReadyFlag>(5);
+  EXPECT_EQ(run.missed, 0) << "BUG SHOWN: in round " << run.rounds
+                           << " the waiter slept its whole 300 ms timeout although set() came 5 ms in";
   std::printf("observed: %d of %d rounds the waiter slept its whole 300 ms timeout although set() came 5 ms in\n",
               run.missed, run.rounds);
 }
