@@ -296,6 +296,7 @@ TEST_F(ClientTest, AForkedChildGetsANewIdAndConnectionsOfItsOwn) {
 // subscriber() must be a new one with a thread of its own, or a subscribe
 // there waits for a confirmation nobody reads.
 TEST_F(ClientTest, AForkedChildStartsASubscriberOfItsOwn) {
+  LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN();
   auto parent_subscription = client().subscriber().subscribe(key("channel"), Clock::now() + 2s);
   ASSERT_TRUE(parent_subscription.has_value());
   Subscriber* parent_subscriber = client().subscriber_if_started();
@@ -318,6 +319,7 @@ TEST_F(ClientTest, AForkedChildStartsASubscriberOfItsOwn) {
 // The parent's renewal timer has no thread in the child: lease_renewer()
 // must be a new one whose jobs run there, and the parent's keeps running.
 TEST_F(ClientTest, AForkedChildGetsALeaseRenewerOfItsOwn) {
+  LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN();
   std::atomic<int> parent_runs{0};
   int group = 0;
   client().lease_renewer().schedule(&group, 2ms, [&] {

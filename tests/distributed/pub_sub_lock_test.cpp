@@ -836,6 +836,7 @@ TEST_F(PubSubLockTest, DestroyingHeldLocksWhileTheirRenewalsAreDueLeavesNoJobBeh
 // holds on a timer of its own and may destroy a lock whose renewals ran on
 // the parent's; the parent's renewals go on meanwhile.
 TEST_F(PubSubLockTest, AForkedChildRenewsOnItsOwnTimerAndMayDestroyAnInheritedWatchdogLock) {
+  LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN();
   PubSubLock::Options o;
   o.watchdog_lease = 300ms;
   auto inherited = std::make_unique<PubSubLock>(client(), key(), o);

@@ -346,6 +346,17 @@ inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) {
   }
 }
 
+// ThreadSanitizer refuses to start a thread in a child forked from a
+// multi-threaded process (the child dies: "starting new threads after
+// multi-threaded fork is not supported"). A fork test whose child starts
+// one (a Subscriber, a LeaseRenewer) begins with this.
+#if defined(__SANITIZE_THREAD__)
+#define LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN() \
+  GTEST_SKIP() << "ThreadSanitizer cannot start threads in a child of a multi-threaded fork"
+#else
+#define LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN() static_cast<void>(0)
+#endif
+
 // Runs `body` in a child made by fork() without exec, so the child inherits
 // this process's Client objects (their pooled sockets, ids, hold records):
 // what the fork tests are about. The child ends with _exit (no destructors,
