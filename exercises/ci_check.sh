@@ -2,7 +2,7 @@
 # ci_check.sh — proves that the exercises grade: for every exercise the
 # STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
 # and the SOLUTION passes them; every wrong version of a solution
-# (instructor/wrong/NAME/*.hpp, one bug each) fails them; every bug-museum exhibit's test fails
+# (instructor/wrong/NAME/*.cmake, one bug each) fails them; every bug-museum exhibit's test fails
 # with "BUG SHOWN" and passes on the reference fix; every exercise bench and the museum's bench
 # compile and run a smoke-sized point. Exit 0 only if all of that holds.
 #
@@ -89,13 +89,13 @@ for n in "${EXERCISES[@]}"; do
 done
 
 echo "ci_check: every wrong version of a solution fails its exercise's checks"
-# instructor/wrong/NAME/<fixture>.hpp: the solution with one bug, built (CMakeLists.txt) as
+# instructor/wrong/NAME/<fixture>.cmake: the solution with one bug, built (CMakeLists.txt) as
 # exercise_NAME_wrong_<fixture>_test. Caught = any failing exit: a failed check (1), or a crash.
 limit=120
-for f in "$ROOT"/exercises/instructor/wrong/*/*.hpp; do
+for f in "$ROOT"/exercises/instructor/wrong/*/*.cmake; do
   [ -e "$f" ] || continue
-  n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .hpp)
-  what="instructor/wrong/$n/$fixture.hpp"
+  n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .cmake)
+  what="instructor/wrong/$n/$fixture.cmake"
   run "exercise_${n}_wrong_${fixture}_test" --gtest_brief=1
   first=$(grep -m1 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_wrong_${fixture}_test.log" | sed 's/, where TypeParam.*//' || true)
   case $rc in
