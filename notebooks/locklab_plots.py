@@ -93,10 +93,32 @@ PEER_PREFIXES = ("std::", "absl::", "absl.", "tbb::", "tbb.", "boost::", "folly:
 BASELINES = ("none",)
 
 RESULTS_ENV = "LOCKLAB_RESULTS_DIR"
+# Set to 1 by `./lab test`, which runs every notebook on smoke results that
+# hold data for every branch: a "no data" branch taken there is a failure,
+# not a message (see no_data()).
+REQUIRE_DATA_ENV = "LOCKLAB_REQUIRE_DATA"
 
 
 class BenchmarkFormatError(ValueError):
     """A file that is not a Google Benchmark JSON with locklab points."""
+
+
+class MissingData(RuntimeError):
+    """A notebook branch found no data while $LOCKLAB_REQUIRE_DATA is set."""
+
+
+def no_data(message: str) -> None:
+    """What every notebook cell does when its data is missing.
+
+    Normally it prints ``message`` (say what is missing and the command that
+    makes it) and the cell goes on without a plot. With
+    ``$LOCKLAB_REQUIRE_DATA=1`` (``./lab test``, whose smoke run produces data
+    for every branch) it raises MissingData instead, so a branch that the
+    smoke data no longer reaches fails the test instead of passing silently.
+    """
+    if os.environ.get(REQUIRE_DATA_ENV) == "1":
+        raise MissingData(f"no data, and ${REQUIRE_DATA_ENV}=1: {message}")
+    print(message)
 
 
 def is_peer(impl: str) -> bool:

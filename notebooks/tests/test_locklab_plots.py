@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import unittest
+import unittest.mock
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -409,6 +410,22 @@ class CommandLineTest(Fixtures):
         self.assertEqual(code, 0)
         self.assertIn("plot", out)
         self.assertIn("summary", out)
+
+
+class NoDataTest(unittest.TestCase):
+    """lp.no_data: a message for a reader, a failure under ./lab test."""
+
+    def test_prints_the_message_when_data_is_not_required(self):
+        with unittest.mock.patch.dict(os.environ, {lp.REQUIRE_DATA_ENV: ""}):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                lp.no_data("No data: run ./lab bench counters")
+        self.assertIn("./lab bench counters", out.getvalue())
+
+    def test_raises_when_data_is_required(self):
+        with unittest.mock.patch.dict(os.environ, {lp.REQUIRE_DATA_ENV: "1"}):
+            with self.assertRaisesRegex(lp.MissingData, "bench counters"):
+                lp.no_data("No data: run ./lab bench counters")
 
 
 if __name__ == "__main__":
