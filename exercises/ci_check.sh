@@ -3,10 +3,15 @@
 # STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
 # and the SOLUTION passes them; every bug-museum exhibit shows its bug and
 # every fix does not; every exercise bench and the museum's bench compile and
-# run a smoke-sized point. Exit 0 only if all of that holds.
+# run a smoke-sized point; the check files' manifest is current; every
+# solution passes the grade's sanitizer levels (check.sh levels 3-4, one run
+# each); and the wrong-version fixtures fail the full grade. Exit 0 only if
+# all of that holds.
 #
 #   exercises/ci_check.sh        (./lab test calls it)
 #   LOCKLAB_CI_BENCHES=0 exercises/ci_check.sh    skip the benches (saves ~1/6 of the build)
+#   LOCKLAB_CI_SANITIZERS=0 exercises/ci_check.sh skip the sanitizer levels and the fixtures
+#   LOCKLAB_CI_SANITIZER_RUNS=3 exercises/ci_check.sh  the student's full count (default 1)
 #
 # One build directory, build/exercises-ci, with both variants
 # (-DLOCKLAB_EXERCISE_SOURCE=both): the lab's libraries are compiled once.
@@ -111,7 +116,71 @@ for exe in ${benches[@]+"${benches[@]}"}; do
   fi
 done
 
+# The check files' manifest (check.sh verifies it before grading): a
+# maintainer who edits a check must regenerate it.
+manifest_is_current() {
+  echo "ci_check: the check files match exercises/checks.sha256"
+  local out
+  if out=$("$ROOT/exercises/check.sh" --verify-manifest 2>&1); then
+    ok "exercises/checks.sha256 is current"
+  else
+    bad "exercises/checks.sha256 is stale" "$(grep -E '^  (now|manifest):' <<<"$out" | tr -s ' ' | tr '\n' ';')" \
+      "after editing a check, regenerate it: exercises/check.sh --update-manifest"
+  fi
+}
+
+# grade ARGS...: check.sh on this build directory and the committed starters
+# (the solutions' Release checks ran above, so check.sh starts at level 3);
+# sets rc, keeps the output in $BUILD/grade-<what>.log.
+grade() {
+  local log=$BUILD/grade-$1.log; shift
+  set +e
+  LOCKLAB_EXERCISES_BUILD=$BUILD LOCKLAB_EXERCISE_STARTER_ROOT=$PRISTINE "$ROOT/exercises/check.sh" "$@" >"$log" 2>&1
+  rc=$?
+  set -e
+}
+
+# Every solution through the grade's sanitizer levels: ThreadSanitizer and
+# AddressSanitizer+UBSan, LOCKLAB_CI_SANITIZER_RUNS runs each (default 1;
+# the student's grade runs 3), in build/exercises-ci-tsan and -asan.
+solutions_pass_the_sanitizers() {
+  local runs=${LOCKLAB_CI_SANITIZER_RUNS:-1} n
+  echo "ci_check: every solution passes under ThreadSanitizer and AddressSanitizer (check.sh levels 3-4, ${runs} run(s) each)"
+  for n in "${EXERCISES[@]}"; do
+    LOCKLAB_FROM=3 LOCKLAB_UPTO=4 LOCKLAB_SANITIZER_RUNS=$runs grade "$n-solution" "$n" solution
+    if [ "$rc" -eq 0 ]; then
+      ok "$n solution: $(grep -E '^   level [34] ' "$BUILD/grade-$n-solution.log" | sed -E 's/^   level ([34]) +([A-Za-z+]+).*\((.*)\)$/\2 \3/' | paste -sd, -)"
+    else
+      bad "$n solution fails a sanitizer level (exit $rc)" "$(grep -m1 -E '^FAIL' "$BUILD/grade-$n-solution.log")" \
+        "log: $BUILD/grade-$n-solution.log"
+    fi
+  done
+}
+
+# Wrong versions that must FAIL the full grade: the ticket lock with every
+# memory order relaxed passes the Release checks on x86 and only the
+# ThreadSanitizer level catches it.
+relaxed_ticket_fails_the_grade() {
+  local fixture=exercises/instructor/wrong/ticket/relaxed_orderings.hpp
+  echo "ci_check: a wrong version fails the full grade"
+  grade relaxed-ticket ticket --lock "$ROOT/$fixture"
+  local log=$BUILD/grade-relaxed-ticket.log
+  if [ "$rc" -eq 1 ] && grep -q '^   level 3 .*FAIL' "$log" && grep -q 'WARNING: ThreadSanitizer' "$log"; then
+    ok "$fixture fails the grade at ThreadSanitizer ($(grep -m1 '^score:' "$log"); $(grep -m1 -oE 'WARNING: ThreadSanitizer: [a-z -]+' "$log"))"
+  else
+    bad "$fixture does not fail the grade at the ThreadSanitizer level (exit $rc)" \
+      "$(grep -E '^   level|^score:' "$log" | tr -s ' ' | tr '\n' ';')" "log: $log"
+  fi
+}
+
+manifest_is_current
+checked=$(date +%s)
+if [ "${LOCKLAB_CI_SANITIZERS:-1}" != 0 ]; then
+  solutions_pass_the_sanitizers
+  relaxed_ticket_fails_the_grade
+fi
+
 end=$(date +%s)
-echo "ci_check: build $((built - start)) s, checks $((end - built)) s, total $((end - start)) s"
+echo "ci_check: build $((built - start)) s, checks $((checked - built)) s, sanitizer levels and fixtures (builds included) $((end - checked)) s, total $((end - start)) s"
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
