@@ -149,7 +149,7 @@ solutions_pass_the_sanitizers() {
   for n in "${EXERCISES[@]}"; do
     LOCKLAB_FROM=3 LOCKLAB_UPTO=4 LOCKLAB_SANITIZER_RUNS=$runs grade "$n-solution" "$n" solution
     if [ "$rc" -eq 0 ]; then
-      ok "$n solution: $(grep -E '^   level [34] ' "$BUILD/grade-$n-solution.log" | sed -E 's/^   level ([34]) +([A-Za-z+]+).*\((.*)\)$/\2 \3/' | paste -sd, -)"
+      ok "$n solution: $(grep -E '^   level [34] ' "$BUILD/grade-$n-solution.log" | sed -E 's/^   level ([34]) +([A-Za-z+]+).*\((.*)\)$/\2 \3/' | paste -sd, - | sed 's/,/, /g')"
     else
       bad "$n solution fails a sanitizer level (exit $rc)" "$(grep -m1 -E '^FAIL' "$BUILD/grade-$n-solution.log")" \
         "log: $BUILD/grade-$n-solution.log"
@@ -166,7 +166,7 @@ relaxed_ticket_fails_the_grade() {
   grade relaxed-ticket ticket --lock "$ROOT/$fixture"
   local log=$BUILD/grade-relaxed-ticket.log
   if [ "$rc" -eq 1 ] && grep -q '^   level 3 .*FAIL' "$log" && grep -q 'WARNING: ThreadSanitizer' "$log"; then
-    ok "$fixture fails the grade at ThreadSanitizer ($(grep -m1 '^score:' "$log"); $(grep -m1 -oE 'WARNING: ThreadSanitizer: [a-z -]+' "$log"))"
+    ok "$fixture fails the grade at ThreadSanitizer ($(grep -m1 '^score:' "$log"); $(grep -m1 -oE 'WARNING: ThreadSanitizer: [a-z -]*[a-z]' "$log"))"
   else
     bad "$fixture does not fail the grade at the ThreadSanitizer level (exit $rc)" \
       "$(grep -E '^   level|^score:' "$log" | tr -s ' ' | tr '\n' ';')" "log: $log"
