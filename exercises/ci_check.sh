@@ -2,12 +2,18 @@
 # ci_check.sh — proves that the exercises grade: for every exercise the
 # STARTER fails its checks (cleanly: a test failure, not a hang or a crash)
 # and the SOLUTION passes them; every wrong version of a solution
-# (instructor/wrong/NAME/*.cmake, one bug each) fails them; every bug-museum exhibit's test fails
-# with "BUG SHOWN" and passes on the reference fix; every exercise bench and the museum's bench
-# compile and run a smoke-sized point. Exit 0 only if all of that holds.
+# (instructor/wrong/NAME/*.cmake, one bug each) fails them, in Release or, for a
+# memory-model bug, at the grade's ThreadSanitizer level; every bug-museum
+# exhibit's test fails with "BUG SHOWN" and passes on the reference fix; every
+# exercise bench and the museum's bench compile and run a smoke-sized point;
+# the check files' manifest is current; every solution passes the grade's
+# sanitizer levels (check.sh levels 3-4, one run each). Exit 0 only if all of
+# that holds.
 #
 #   exercises/ci_check.sh        (./lab test calls it)
 #   LOCKLAB_CI_BENCHES=0 exercises/ci_check.sh    skip the benches (saves ~1/6 of the build)
+#   LOCKLAB_CI_SANITIZERS=0 exercises/ci_check.sh skip the sanitizer levels and the fixtures
+#   LOCKLAB_CI_SANITIZER_RUNS=3 exercises/ci_check.sh  the student's full count (default 1)
 #
 # One build directory, build/exercises-ci, with both variants
 # (-DLOCKLAB_EXERCISE_SOURCE=both): the lab's libraries are compiled once.
@@ -91,9 +97,13 @@ done
 echo "ci_check: every wrong version of a solution fails its exercise's checks"
 # instructor/wrong/NAME/<fixture>.cmake: the solution with one bug, built (CMakeLists.txt) as
 # exercise_NAME_wrong_<fixture>_test. Caught = any failing exit: a failed check (1), or a crash.
+# A fixture that sets fixture_caught_by to tsan (a memory-model bug that x86 forgives in Release)
+# is graded below, after the sanitizer levels.
+caught_by() { sed -n 's/^set(fixture_caught_by \([a-z]*\))$/\1/p' "$1"; }
 limit=120
 for f in "$ROOT"/exercises/instructor/wrong/*/*.cmake; do
   [ -e "$f" ] || continue
+  [ -z "$(caught_by "$f")" ] || continue
   n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .cmake)
   what="instructor/wrong/$n/$fixture.cmake"
   run "exercise_${n}_wrong_${fixture}_test" --gtest_brief=1
@@ -158,7 +168,76 @@ for exe in ${benches[@]+"${benches[@]}"}; do
   fi
 done
 
+# The check files' manifest (check.sh verifies it before grading): a
+# maintainer who edits a check must regenerate it.
+manifest_is_current() {
+  echo "ci_check: the check files match exercises/checks.sha256"
+  local out
+  if out=$("$ROOT/exercises/check.sh" --verify-manifest 2>&1); then
+    ok "exercises/checks.sha256 is current"
+  else
+    bad "exercises/checks.sha256 is stale" "$(grep -E '^  (now|manifest):' <<<"$out" | tr -s ' ' | tr '\n' ';')" \
+      "after editing a check, regenerate it: exercises/check.sh --update-manifest"
+  fi
+}
+
+# grade ARGS...: check.sh on this build directory and the committed starters
+# (the solutions' Release checks ran above, so check.sh starts at level 3);
+# sets rc, keeps the output in $BUILD/grade-<what>.log.
+grade() {
+  local log=$BUILD/grade-$1.log; shift
+  set +e
+  LOCKLAB_EXERCISES_BUILD=$BUILD LOCKLAB_EXERCISE_STARTER_ROOT=$PRISTINE "$ROOT/exercises/check.sh" "$@" >"$log" 2>&1
+  rc=$?
+  set -e
+}
+
+# Every solution through the grade's sanitizer levels: ThreadSanitizer and
+# AddressSanitizer+UBSan, LOCKLAB_CI_SANITIZER_RUNS runs each (default 1;
+# the student's grade runs 3), in build/exercises-ci-tsan and -asan.
+solutions_pass_the_sanitizers() {
+  local runs=${LOCKLAB_CI_SANITIZER_RUNS:-1} n
+  echo "ci_check: every solution passes under ThreadSanitizer and AddressSanitizer (check.sh levels 3-4, ${runs} run(s) each)"
+  for n in "${EXERCISES[@]}"; do
+    LOCKLAB_FROM=3 LOCKLAB_UPTO=4 LOCKLAB_SANITIZER_RUNS=$runs grade "$n-solution" "$n" solution
+    if [ "$rc" -eq 0 ]; then
+      ok "$n solution: $(grep -E '^   level [34] ' "$BUILD/grade-$n-solution.log" | sed -E 's/^   level ([34]) +([A-Za-z+]+).*\((.*)\)$/\2 \3/' | paste -sd, - | sed 's/,/, /g')"
+    else
+      bad "$n solution fails a sanitizer level (exit $rc)" "$(grep -m1 -E '^FAIL' "$BUILD/grade-$n-solution.log")" \
+        "log: $BUILD/grade-$n-solution.log"
+    fi
+  done
+}
+
+# Wrong versions caught by the sanitizer level only (fixture_caught_by tsan):
+# each must FAIL the full grade at level 3 with a ThreadSanitizer report.
+# check.sh grades the version CMake wrote for the fixture, as the student's file.
+memory_model_fixtures_fail_the_grade() {
+  local f n fixture file log
+  echo "ci_check: every memory-model wrong version fails the full grade at ThreadSanitizer"
+  for f in "$ROOT"/exercises/instructor/wrong/*/*.cmake; do
+    [ "$(caught_by "$f")" = tsan ] || continue
+    n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .cmake)
+    file=$(ls "$BUILD/wrong/$n/$fixture"/my_*.hpp)
+    grade "wrong-$n-$fixture" "$n" --lock "$file"
+    log=$BUILD/grade-wrong-$n-$fixture.log
+    if [ "$rc" -eq 1 ] && grep -q '^   level 3 .*FAIL' "$log" && grep -q 'WARNING: ThreadSanitizer' "$log"; then
+      ok "instructor/wrong/$n/$fixture.cmake fails the grade at ThreadSanitizer ($(grep -m1 '^score:' "$log"); $(grep -m1 -oE 'WARNING: ThreadSanitizer: [a-z -]*[a-z]' "$log"))"
+    else
+      bad "instructor/wrong/$n/$fixture.cmake does not fail the grade at the ThreadSanitizer level (exit $rc)" \
+        "$(grep -E '^   level|^score:' "$log" | tr -s ' ' | tr '\n' ';')" "log: $log"
+    fi
+  done
+}
+
+manifest_is_current
+checked=$(date +%s)
+if [ "${LOCKLAB_CI_SANITIZERS:-1}" != 0 ]; then
+  solutions_pass_the_sanitizers
+  memory_model_fixtures_fail_the_grade
+fi
+
 end=$(date +%s)
-echo "ci_check: build $((built - start)) s, checks $((end - built)) s, total $((end - start)) s"
+echo "ci_check: build $((built - start)) s, checks $((checked - built)) s, sanitizer levels and fixtures (builds included) $((end - checked)) s, total $((end - start)) s"
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
