@@ -23,7 +23,17 @@ API
 - :func:`is_peer` -- the rule that tells peer implementations from ours
 - :func:`find_suite_json` -- which results file a notebook should show
 - :func:`apply_style`, :func:`plot_throughput`, :func:`plot_counter`
-- :func:`plot_suite` -- one PNG per knob combination of a suite
+- :func:`log_label`, :func:`counter_label`, :func:`throughput_unit` -- what
+  the axes say: every log axis is labelled "(log scale)", counters get titles
+  in words and units (COUNTER_LABELS), throughput the suite's unit
+  (THROUGHPUT_UNITS: M acquisitions/s, acquisitions/s, tasks/s ...);
+  latencies (:func:`is_latency_counter`) are drawn on log axes
+- :func:`physical_ceilings` -- the physical limits drawn as throughput
+  ceilings (CEILING_LABELS; ``physical_floors`` / ``FLOOR_LABELS`` are older
+  names of the same)
+- :func:`plot_suite` -- one PNG per knob combination of a suite, and per
+  group of implementations (:func:`impl_groups`, IMPL_GROUPS: spin locks,
+  parking locks, ... ) when one has more than MAX_LINES_PER_PANEL
 - :func:`plot_versus` -- any counter against any knob (carriers, concurrency)
 - :func:`summary_table` -- a fixed-width text table for the terminal
 - :func:`plot_process_split`, :func:`split_table` -- the Redis suite's waiters
@@ -47,6 +57,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -356,6 +367,21 @@ OUR_COLOURS = plt.get_cmap("tab10").colors
 MANY_COLOURS = plt.get_cmap("tab20").colors
 PEER_GREYS = ("#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a", "#a08c78", "#788ca0")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+# Once the colours run out (past 6 peers, 10 or 20 of ours), each further
+# round of colours gets the next dash pattern, so that no two lines of a
+# figure look the same however many there are: line k of C colours and D
+# dash patterns is (colour k mod C, dash (k div C) mod D, marker k mod M
+# shifted by one each time the dash patterns start over), distinct for the
+# first C x D x M lines (300 peers, 1000 of ours).
+OUR_DASHES = ("-", (0, (6, 2)), (0, (6, 2, 1, 2)), (0, (1, 1.5)), (0, (10, 3)))
+PEER_DASHES = ("--", (0, (3, 1, 1, 1)), (0, (1, 2)), (0, (8, 2, 2, 2, 2, 2)), (0, (4, 4)))
+
+
+def _distinct_style(k, colours, dashes, marker_offset=0) -> dict:
+    """Colour, marker and dash pattern of the ``k``-th line of one kind."""
+    rounds = k // len(colours)
+    return dict(color=colours[k % len(colours)], linestyle=dashes[rounds % len(dashes)],
+                marker=MARKERS[(k + marker_offset + rounds // len(dashes)) % len(MARKERS)])
 
 
 def apply_style() -> None:
@@ -363,29 +389,141 @@ def apply_style() -> None:
     matplotlib.rcParams.update(STYLE)
 
 
-def impl_styles(impls) -> dict:
+def impl_styles(impls, grey_peers=True) -> dict:
     """Line style per implementation: ours in colour, peers grey and dashed.
 
     Colours follow the order of ``impls``, so pass the same list to every
-    panel of a figure.
+    panel of a figure.  No two implementations get the same (colour,
+    marker, dash pattern), however many there are (see OUR_DASHES).
+    ``grey_peers=False`` draws peers like ours (a figure of peers only).
     """
     styles, ours, peers = {}, 0, 0
     impls = list(dict.fromkeys(impls))
-    colours = OUR_COLOURS if sum(not is_peer(i) for i in impls) <= len(OUR_COLOURS) else MANY_COLOURS
+    in_colour = [i for i in impls if not (grey_peers and is_peer(i))]
+    colours = OUR_COLOURS if len(in_colour) <= len(OUR_COLOURS) else MANY_COLOURS
     for impl in impls:
-        if is_peer(impl):
-            styles[impl] = dict(color=PEER_GREYS[peers % len(PEER_GREYS)], linestyle="--",
-                                marker=MARKERS[(peers + 5) % len(MARKERS)], zorder=2)
+        if grey_peers and is_peer(impl):
+            styles[impl] = dict(**_distinct_style(peers, PEER_GREYS, PEER_DASHES, marker_offset=5), zorder=2)
             peers += 1
         else:
-            styles[impl] = dict(color=colours[ours % len(colours)], linestyle="-",
-                                marker=MARKERS[ours % len(MARKERS)], zorder=3)
+            styles[impl] = dict(**_distinct_style(ours, colours, OUR_DASHES), zorder=3)
             ours += 1
     return styles
 
 
 def _plain_number(value, _pos=None) -> str:
     return f"{value:g}"
+
+
+# ------------------------------------------------- what the axes say
+
+LOG_SCALE = "(log scale)"
+
+
+def log_label(label: str) -> str:
+    """``label`` with " (log scale)" appended (once): every log axis this
+    module draws says so, since a straight line on it is a power law and
+    equal steps are equal *ratios* -- not what a reader assumes."""
+    return label if LOG_SCALE in label else f"{label} {LOG_SCALE}".strip()
+
+
+# Counter -> (panel title, y-axis unit). Titles say what was counted in
+# words; the unit labels the axis. A counter not listed keeps its own name
+# as the title and gets its unit from its suffix (_ns, _us, _ms), if any.
+COUNTER_LABELS = {
+    "items_per_second": ("throughput", "operations/s"),
+    "ns_per_op": ("time per operation", "ns"),
+    "cpu_per_wall": ("CPU seconds per wall second", "cores kept busy"),
+    "fairness": ("fairness: slowest / fastest waiter's share", "ratio (1 = equal shares)"),
+    "cas_failures_per_op": ("failed compare-and-swaps per increment", "failures / increment"),
+    "p50_us": ("median wait to acquire (p50), \u00b5s", "\u00b5s"),
+    "p99_us": ("p99 wait to acquire, \u00b5s", "\u00b5s"),
+    "p999_us": ("p99.9 wait to acquire, \u00b5s", "\u00b5s"),
+    "contended_acquires_per_acquire": ("acquisitions that found the lock taken", "fraction of acquisitions"),
+    "handoffs_per_acquire": ("direct hand-offs per acquisition", "hand-offs / acquisition"),
+    "parks_per_acquire": ("sleeps (futex waits) per acquisition", "sleeps / acquisition"),
+    "spins_per_acquire": ("spin polls per acquisition", "polls / acquisition"),
+    "wakes_per_acquire": ("futex wakes per acquisition", "wakes / acquisition"),
+    "cpu_us_per_acquire": ("CPU time per acquisition, \u00b5s", "\u00b5s / acquisition"),
+    "avg_ms": ("mean wait to acquire, ms", "ms"),
+    "p50_ms": ("median latency (p50), ms", "ms"),
+    "p95_ms": ("p95 latency, ms", "ms"),
+    "p99_ms": ("p99 latency, ms", "ms"),
+    "lost_leases_per_acquire": ("leases lost per acquisition", "lost / acquisition"),
+    "redis_cmds_per_acquire": ("Redis commands per acquisition", "commands / acquisition"),
+    "round_trips_per_acquire": ("network round trips per acquisition", "round trips / acquisition"),
+    "server_cpu_us_per_acquire": ("Redis server CPU per acquisition, \u00b5s", "\u00b5s / acquisition"),
+    "subscribes_per_acquire": ("SUBSCRIBE commands per acquisition", "subscribes / acquisition"),
+    "scripts_per_acquire": ("Lua scripts per acquisition", "scripts / acquisition"),
+    "os_threads_peak": ("peak OS threads", "threads"),
+    "rss_peak_mib": ("peak resident memory, MiB", "MiB"),
+    "lockers_per_second": ("lockers' throughput", "tasks/s"),
+    "bystanders_per_second": ("bystanders' throughput", "tasks/s"),
+    "pinned_events_per_op": ("pinning events per task", "events / task"),
+    "phantom_issues": ("phantom issues (two holders wrote)", "per run"),
+    "fence_rejections": ("stale writes refused by the fence", "per run"),
+    "after_sold_out": ("issued after sold out", "per run"),
+    "lock_timeouts": ("lock timeouts", "per run"),
+    "violation": ("runs with a safety violation", "0 / 1 per run"),
+    "success_rate": ("requests served", "fraction of requests"),
+    "mean_wait_ms": ("mean wait for the lock, ms", "ms"),
+    "max_waiters": ("most requests waiting at once", "requests"),
+    "capacity_per_min": ("capacity, requests per minute", "requests / min"),
+    "rejected_tasks": ("tasks the pool rejected", "tasks"),
+    "served_per_second": ("requests served per second", "requests/s"),
+    "redis_cpu_percent": ("Redis server CPU, %", "%"),
+    "subscribes": ("SUBSCRIBE commands", "commands"),
+    "final_stock": ("stock left at the end", "items"),
+    "lost_updates": ("lost updates", "updates"),
+    "round_trips_per_task": ("round trips per task", "round trips / task"),
+    "round_trips_per_fetch": ("round trips per fetch", "round trips / fetch"),
+    "modelled_ms_at_1ms_rtt": ("modelled time at 1 ms round trip, ms", "ms"),
+    "distinct_slots": ("distinct cluster slots", "slots"),
+}
+# A small panel's title wraps past this many characters (they sit three abreast).
+COUNTER_TITLE_WIDTH = 30
+_TIME_UNITS = {"ns": "ns", "us": "\u00b5s", "ms": "ms", "s": "s"}
+_TIME_SUFFIX = re.compile(r"_(ns|us|ms|s)$")
+
+
+def counter_label(counter: str) -> tuple:
+    """``(title, unit)`` of a counter's panel: COUNTER_LABELS, else the raw
+    name and the unit its suffix names (``""`` when it names none)."""
+    if counter in COUNTER_LABELS:
+        return COUNTER_LABELS[counter]
+    suffix = _TIME_SUFFIX.search(counter)
+    return counter, _TIME_UNITS[suffix.group(1)] if suffix else ""
+
+
+def is_latency_counter(counter: str) -> bool:
+    """True for a time a waiter or task took (``p50_us``, ``p99_ms``,
+    ``avg_ms``, ``mean_wait_ms``): a duration suffix, and not a cost per
+    event (``cpu_us_per_acquire``) or a physical limit (``floor_ns``).
+    Such panels are drawn on a log y axis: one FIFO lock's 1.6 s tail would
+    otherwise flatten every other line to zero."""
+    return bool(_TIME_SUFFIX.search(counter)) and counter != "floor_ns"
+
+
+# The thing a suite's items_per_second counts, and the scale it is drawn at
+# (the notebooks share y axes between panels of a suite, so the unit is the
+# suite's, not each panel's). A suite not listed gets M, k or plain ops/s
+# by the magnitude of its fastest point.
+THROUGHPUT_UNITS = {
+    "locks": (1e6, "M acquisitions/s"),
+    "counters": (1e6, "M increments/s"),
+    "redis_locks": (1.0, "acquisitions/s"),
+    "io_bound": (1.0, "tasks/s"),
+    "pinning": (1.0, "tasks/s"),
+}
+
+
+def throughput_unit(df) -> tuple:
+    """``(divisor, unit)`` of the throughput of ``df``'s suite (see
+    THROUGHPUT_UNITS), e.g. ``(1e6, "M acquisitions/s")``."""
+    suite = str(df["suite"].iloc[0]) if "suite" in df and len(df) else ""
+    if suite in THROUGHPUT_UNITS:
+        return THROUGHPUT_UNITS[suite]
+    return _rate_unit(df)
 
 
 def _waiters_axis(ax, waiters, cores=None, label_cores=True) -> None:
@@ -396,7 +534,7 @@ def _waiters_axis(ax, waiters, cores=None, label_cores=True) -> None:
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
     ax.xaxis.set_minor_locator(ticker.NullLocator())
-    ax.set_xlabel("waiters")
+    ax.set_xlabel(log_label("waiters"))
     if not (cores and waiters and waiters[0] <= cores <= waiters[-1]):
         return
     ax.axvline(cores, color="0.35", linestyle=":", linewidth=1, zorder=1)
@@ -406,14 +544,36 @@ def _waiters_axis(ax, waiters, cores=None, label_cores=True) -> None:
                     fontsize=8, color="0.35")
 
 
+def _value_axis(ax, values, log_y, linthresh=1.0) -> None:
+    """The y axis of a line panel: log (plain numbers) when ``log_y`` and
+    every value is positive; symmetric-log, linear below ``linthresh``, when
+    a value is 0 (a collapse to zero stays on the plot); else linear from 0.
+    A log axis's label says so (set the label first)."""
+    if log_y and values and max(values) > 0:
+        if min(values) > 0:
+            _log_y_axis(ax)
+        else:
+            ax.set_yscale("symlog", linthresh=linthresh)
+            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+            ax.set_ylabel(log_label(ax.get_ylabel()).replace(
+                LOG_SCALE, f"(log scale, linear below {linthresh:g})"))
+    else:
+        ax.set_ylim(bottom=0)
+
+
 def _log_y_axis(ax) -> None:
-    """log y axis labelled with plain numbers (also 2 and 5 up to 3 decades)."""
+    """log y axis labelled with plain numbers (also 2 and 5 up to 3 decades,
+    every minor tick within one decade, so a narrow range is still read);
+    its label (set it first) gets " (log scale)"."""
+    ax.set_ylabel(log_label(ax.get_ylabel()))
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
     low, high = ax.get_ylim()
+    labelled = (2, 5) if high / low >= 10 else range(2, 10)
     if high / low < 1000:
         ax.yaxis.set_minor_formatter(ticker.FuncFormatter(
-            lambda v, _: _plain_number(v) if round(v / 10 ** math.floor(math.log10(v))) in (2, 5)
+            lambda v, _: _plain_number(v) if round(v / 10 ** math.floor(math.log10(v))) in labelled
             else ""))
     else:
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
@@ -433,39 +593,54 @@ def _lines(ax, df, column, styles, scale=1.0, label=True) -> None:
                             alpha=0.18, linewidth=0, zorder=1)
 
 
-def plot_throughput(df, ax=None, cores=None, styles=None, legend=True, floors=None):
-    """Throughput (M ops/s, log y) against waiters (log2 x), one line per impl.
+def plot_throughput(df, ax=None, cores=None, styles=None, legend=True, floors=None, ceilings=None,
+                    unit=None):
+    """Throughput (log y) against waiters (log2 x), one line per impl, in the
+    suite's unit (:func:`throughput_unit`: M acquisitions/s for locks,
+    acquisitions/s for Redis, tasks/s for io_bound ...; ``unit`` =
+    ``(divisor, name)`` overrides it).
 
-    ``floors`` (from :func:`physical_floors`) adds a dotted reference line per
-    physical limit: the throughput of one such event per operation."""
+    ``ceilings`` (from :func:`physical_ceilings`; ``floors`` is its older
+    name) adds a dotted reference line per physical limit: the most
+    throughput a lock can reach when every operation pays one such event."""
     ax = ax or plt.figure(figsize=(7, 4.2)).gca()
     styles = styles or impl_styles(df["impl"])
-    _lines(ax, df, THROUGHPUT, styles, scale=1e-6)
-    for label, ns in (floors or {}).items():
-        ax.axhline(1e3 / ns, color="#777777", linestyle=(0, (1, 3)), linewidth=1.2, zorder=0)
-        ax.annotate(f"{label} ({ns:,.0f} ns)", xy=(1.0, 1e3 / ns), xycoords=("axes fraction", "data"),
+    divisor, unit_name = unit or throughput_unit(df)
+    _lines(ax, df, THROUGHPUT, styles, scale=1 / divisor)
+    for label, ns in {**(floors or {}), **(ceilings or {})}.items():
+        ceiling = 1e9 / ns / divisor
+        ax.axhline(ceiling, color="#777777", linestyle=(0, (1, 3)), linewidth=1.2, zorder=0)
+        ax.annotate(f"{label} ({ns:,.0f} ns)", xy=(1.0, ceiling), xycoords=("axes fraction", "data"),
                     xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom",
                     fontsize=8, color="#555555")
     _waiters_axis(ax, df["waiters"], cores)
+    ax.set_ylabel(f"throughput, {unit_name}")
     _log_y_axis(ax)
-    ax.set_ylabel("throughput, M ops/s")
-    ax.set_title("throughput")
+    ax.set_title(f"throughput, {unit_name}")
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
-def plot_counter(df, counter, ax=None, cores=None, styles=None, legend=False):
+def plot_counter(df, counter, ax=None, cores=None, styles=None, legend=False, log_y=None):
     """Any counter (``cas_failures_per_op``, ``cpu_per_wall``, ``fairness`` ...)
-    against waiters, linear y, one line per implementation."""
+    against waiters, one line per implementation, titled and labelled from
+    COUNTER_LABELS.  The y axis is linear from 0, except for latencies
+    (:func:`is_latency_counter`; ``log_y`` overrides): those span decades,
+    so they get a log axis (symmetric-log when a value is 0)."""
     ax = ax or plt.figure(figsize=(4.5, 3.2)).gca()
     styles = styles or impl_styles(df["impl"])
     _lines(ax, df, counter, styles, label=legend)
     _waiters_axis(ax, df["waiters"], cores, label_cores=False)
-    ax.set_ylim(bottom=0)
+    title, unit = counter_label(counter)
+    ax.set_ylabel(unit)
+    values = [float(v) for v in df.loc[df["impl"].isin(list(styles)), counter].dropna()]
+    positive = [v for v in values if v > 0]
+    linthresh = 10 ** math.floor(math.log10(min(positive))) if positive else 1.0
+    _value_axis(ax, values, is_latency_counter(counter) if log_y is None else log_y, linthresh)
     if counter == "fairness":
         ax.set_ylim(0, 1.05)
-    ax.set_title(counter)
+    ax.set_title(textwrap.fill(title, COUNTER_TITLE_WIDTH))
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
@@ -493,10 +668,12 @@ def _knob_text(knobs: dict, sep: str) -> str:
     return sep.join(f"{k}{'_' if sep == '_' else '='}{value(v)}" for k, v in knobs.items())
 
 
-def suite_figure(df, context=None, knobs=None, floors=None):
-    """The suite figure: throughput on top (with the ``floors`` reference
-    lines, if any), family counters, cpu_per_wall and fairness as small panels
-    below.  Returns the matplotlib Figure."""
+def suite_figure(df, context=None, knobs=None, floors=None, ceilings=None, subtitle=None, styles=None):
+    """The suite figure: throughput on top (with the ``ceilings`` reference
+    lines, if any; ``floors`` is their older name), family counters,
+    cpu_per_wall and fairness as small panels below.  ``subtitle`` (a
+    group's title, see IMPL_GROUPS) goes after the suite's name.  Returns
+    the matplotlib Figure."""
     context = context or {}
     cores = context_cores(context)
     small = [c for c in family_counters(df) + ["cpu_per_wall", "fairness"]
@@ -505,8 +682,8 @@ def suite_figure(df, context=None, knobs=None, floors=None):
     small_rows = math.ceil(len(small) / columns)
     fig = plt.figure(figsize=(10, 4.6 + 2.9 * small_rows), layout="constrained")
     grid = fig.add_gridspec(1 + small_rows, columns, height_ratios=[1.7] + [1] * small_rows)
-    styles = impl_styles(df["impl"])
-    plot_throughput(df, fig.add_subplot(grid[0, :]), cores, styles, floors=floors)
+    styles = styles or impl_styles(df["impl"])
+    plot_throughput(df, fig.add_subplot(grid[0, :]), cores, styles, floors=floors, ceilings=ceilings)
     for i, counter in enumerate(small):
         plot_counter(df, counter, fig.add_subplot(grid[1 + i // columns, i % columns]),
                      cores, styles)
@@ -514,22 +691,30 @@ def suite_figure(df, context=None, knobs=None, floors=None):
     knob_text = f" ({_knob_text(knobs, ', ')})" if knobs else ""
     reps = int(df["n_reps"].max())
     band = f"; median of {reps} repetitions, band = min\u2013max" if reps > 1 else ""
-    fig.suptitle(f"{suite}{knob_text}\n{machine_title(context)}{band}", fontsize=11)
+    what = f" \u2014 {subtitle}" if subtitle else ""
+    fig.suptitle(f"{suite}{knob_text}{what}\n{machine_title(context)}{band}", fontsize=11)
     return fig
 
 
 # Physical limits measured by the `physical_limits` suite that make sense as a
-# ceiling "one such event per operation" on a lock's throughput plot.  (Not on
-# counters: a core that owns the line does many increments per hand-off.)
-FLOOR_LABELS = {
-    "CacheLineHandoff": "one cache-line hand-off per op",
-    "FutexWakeToRun": "one futex wake-to-run per op",
+# throughput ceiling "one such event per acquisition" on a lock's throughput
+# plot: a lock that pays one per acquisition cannot go above the line.  (Not
+# on counters: a core that owns the line does many increments per hand-off.)
+# The limit itself is a floor in time (ns per event); drawn as throughput it
+# is a ceiling, and the label says which.
+CEILING_LABELS = {
+    "CacheLineHandoff": "ceiling: one cache-line hand-off per acquisition",
+    "FutexWakeToRun": "ceiling: one futex wake-to-run per acquisition",
 }
+# Older name, kept for the notebooks that build their reference lines from it.
+FLOOR_LABELS = CEILING_LABELS
 PHYSICAL_SUITE = "physical_limits"
 
 
-def physical_floors(results_dir) -> dict:
-    """``{label: ns}`` from ``results_dir/physical_limits.json``, or ``{}``."""
+def physical_ceilings(results_dir) -> dict:
+    """``{label: ns}`` (labels of CEILING_LABELS) from
+    ``results_dir/physical_limits.json``, or ``{}``: the time per event,
+    drawn by :func:`plot_throughput` as the throughput ceiling 1e9 / ns."""
     path = Path(results_dir) / f"{PHYSICAL_SUITE}.json"
     if not path.is_file():
         return {}
@@ -537,12 +722,17 @@ def physical_floors(results_dir) -> dict:
     if "floor_ns" not in df:
         return {}
     return {label: float(df.loc[df["impl"] == impl, "floor_ns"].iloc[0])
-            for impl, label in FLOOR_LABELS.items() if (df["impl"] == impl).any()}
+            for impl, label in CEILING_LABELS.items() if (df["impl"] == impl).any()}
 
 
-def wants_floors(suite: str) -> bool:
-    """Lock suites get the hand-off ceilings drawn; see FLOOR_LABELS."""
+def wants_ceilings(suite: str) -> bool:
+    """Lock suites get the hand-off ceilings drawn; see CEILING_LABELS."""
     return suite.startswith("locks")
+
+
+# Older names of the two above.
+physical_floors = physical_ceilings
+wants_floors = wants_ceilings
 
 
 def plot_physical_limits(df, context, out_dir) -> list:
@@ -556,7 +746,8 @@ def plot_physical_limits(df, context, out_dir) -> list:
         ax.annotate(f"{ns:,.1f} ns", xy=(ns, y), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize=9)
     ax.set_xlabel("nanoseconds per event (log scale)")
-    ax.set_title(f"{PHYSICAL_SUITE}: the floor every curve is read against\n{machine_title(context)}",
+    ax.set_title(f"{PHYSICAL_SUITE}: the cost of one event, a floor in time and a ceiling on throughput\n"
+                 f"{machine_title(context)}",
                  fontsize=11)
     path = Path(out_dir) / f"{PHYSICAL_SUITE}.png"
     fig.savefig(path)
@@ -564,9 +755,69 @@ def plot_physical_limits(df, context, out_dir) -> list:
     return [path]
 
 
+# Which implementations share a figure, per suite, once a knob combination
+# has more of them than MAX_LINES_PER_PANEL (up to that, one figure holds
+# them all): two dozen lines on one panel read as a tangle. Each group is
+# (file suffix, title, members, yardsticks). A member is a name (it also
+# takes that name's configurations, "AdaptiveMutex(park-only)", and an
+# exercise's lock, "my.TicketLock") or a prefix ending in "." or "::" ("ck."
+# takes every Concurrency Kit lock). The first group that takes an
+# implementation has it; a group's yardsticks present are drawn in its
+# figure as well, for comparison. What no group takes goes to OTHER_GROUP,
+# so nothing is dropped. Notebook 02 groups its panels the same way.
+MAX_LINES_PER_PANEL = 10
+IMPL_GROUPS = {
+    "locks": (
+        ("spinners", "spin locks: a waiter polls until the lock is free",
+         ("TasLock", "TtasLock", "BackoffLock", "TicketLock", "McsLock"), ("std::mutex",)),
+        ("parkers", "parking locks: a waiter sleeps in the kernel (futex)",
+         ("McsParkingLock", "FutexMutex", "AdaptiveMutex", "ParkingLotMutex"), ("std::mutex", "glibc.adaptive")),
+        ("ownership", "locks with an owner or permits: reentrant locks, semaphores",
+         ("ReentrantLock", "Reentrant", "Semaphore"), ("std::mutex",)),
+        ("peers", "peers: C and C++ libraries' locks, and no lock at all (none)",
+         ("std::", "glibc.", "absl.", "tbb.", "boost::", "folly::", "ck.", "ck_", "none"), ()),
+        ("jvm", "peers: the JVM's locks", ("java.",), ()),
+    ),
+}
+OTHER_GROUP = ("other", "implementations no group of IMPL_GROUPS takes")
+EXERCISE_PREFIX = "my."
+
+
+def _takes(member: str, impl: str) -> bool:
+    """Whether a group member of IMPL_GROUPS takes ``impl`` (see there)."""
+    if member.endswith((".", "::", "_")):
+        return impl.startswith(member)
+    name = impl[len(EXERCISE_PREFIX):] if impl.startswith(EXERCISE_PREFIX) else impl
+    return name == member or name.startswith(member + "(")
+
+
+def impl_groups(suite: str, impls) -> list:
+    """``[(name, title, impls_drawn), ...]``: the groups of IMPL_GROUPS for
+    ``suite`` that take any of ``impls``, then OTHER_GROUP for the rest (if
+    any); ``impls_drawn`` are the group's implementations in the order of
+    ``impls``, then its yardsticks present.  Every implementation is in
+    exactly one group (yardsticks aside).  ``[]`` for a suite not in
+    IMPL_GROUPS."""
+    impls = list(dict.fromkeys(impls))
+    if suite not in IMPL_GROUPS:
+        return []
+    left, groups = list(impls), []
+    for name, title, members, yardsticks in IMPL_GROUPS[suite]:
+        mine = [i for i in left if any(_takes(m, i) for m in members)]
+        if not mine:
+            continue
+        left = [i for i in left if i not in mine]
+        groups.append((name, title, mine + [y for y in yardsticks if y in impls and y not in mine]))
+    if left:
+        groups.append((*OTHER_GROUP, left))
+    return groups
+
+
 def plot_frame(df, context, out_dir, floors=None) -> list:
-    """Write the PNG(s) of one suite's DataFrame (one per knob combination)
-    and return their paths; ``[]`` if the points have no waiters axis."""
+    """Write the PNG(s) of one suite's DataFrame (one per knob combination;
+    past MAX_LINES_PER_PANEL implementations, one per group of
+    :func:`impl_groups` too: ``locks_cs_ns_0_spinners.png``) and return
+    their paths; ``[]`` if the points have no waiters axis."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     apply_style()
@@ -582,11 +833,21 @@ def plot_frame(df, context, out_dir, floors=None) -> list:
         stem = suite.replace("/", "_")
         if len(groups) > 1 and knobs:
             stem += "_" + _knob_text(knobs, "_")
-        path = out_dir / f"{stem}.png"
-        fig = suite_figure(rows, context, knobs, floors if wants_floors(suite) else None)
-        fig.savefig(path)
-        plt.close(fig)
-        written.append(path)
+        ceilings = floors if wants_ceilings(suite) else None
+        impls = list(dict.fromkeys(rows["impl"]))
+        groups_of_impls = impl_groups(suite, impls) if len(impls) > MAX_LINES_PER_PANEL else []
+        figures = [(f"{stem}_{name}", title, drawn) for name, title, drawn in groups_of_impls] \
+            or [(stem, None, impls)]
+        for file_stem, title, drawn in figures:
+            # A figure of peers only draws them in colour: grey is for telling
+            # peers from ours.
+            styles = impl_styles(drawn, grey_peers=not all(is_peer(i) for i in drawn))
+            fig = suite_figure(rows[rows["impl"].isin(drawn)], context, knobs, ceilings=ceilings,
+                               subtitle=title, styles=styles)
+            path = out_dir / f"{file_stem}.png"
+            fig.savefig(path)
+            plt.close(fig)
+            written.append(path)
     return written
 
 
@@ -640,7 +901,9 @@ def plot_table_suite(df, context, out_dir) -> list:
         ax.bar(range(len(impls)), mid, color=colours,
                yerr=[mid - lo, hi - mid] if (hi > lo).any() else None, capsize=3)
         ax.set_xticks(range(len(impls)), impls, rotation=40, ha="right", fontsize=8)
-        ax.set_title(counter)
+        title, unit = counter_label(counter)
+        ax.set_title(textwrap.fill(title, COUNTER_TITLE_WIDTH), fontsize=10)
+        ax.set_ylabel(unit)
         ax.set_ylim(bottom=0)
     reps = int(df["n_reps"].max())
     runs = f"; median of up to {reps} runs, whisker = min\u2013max" if reps > 1 else ""
@@ -809,7 +1072,8 @@ def plot_versus(df, x, y, ax=None, styles=None, scale=1.0, log_x=True, log_y=Fal
     min--max, as in :func:`plot_throughput`.  ``log_x`` draws x on a log2 axis
     ticked at the data's values; ``log_y`` on a log axis of plain numbers, which
     becomes symmetric-log (linear below 1) when a value is 0, so that a
-    collapse to zero stays on the plot instead of vanishing.
+    collapse to zero stays on the plot instead of vanishing.  A log axis's
+    label gets " (log scale)" (:func:`log_label`).
 
     Raises ``KeyError`` naming the missing column and the ones there are, and
     ``ValueError`` when an implementation has several points at one ``x``
@@ -837,23 +1101,16 @@ def plot_versus(df, x, y, ax=None, styles=None, scale=1.0, log_x=True, log_y=Fal
             ax.fill_between(rows[x], rows[f"{y}_min"] * scale, rows[f"{y}_max"] * scale,
                             color=style["color"], alpha=0.18, linewidth=0, zorder=1)
     xs = sorted({float(v) for v in df[x].dropna()})
+    ax.set_xlabel(xlabel or x)
     if log_x and xs and xs[0] > 0:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_xlabel(log_label(ax.get_xlabel()))
     if xs:
         ax.set_xticks(xs)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
-    if log_y and values and max(values) > 0:
-        if min(values) > 0:
-            _log_y_axis(ax)
-        else:
-            ax.set_yscale("symlog", linthresh=1.0)
-            ax.set_ylim(bottom=0)
-            ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
-    else:
-        ax.set_ylim(bottom=0)
-    ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel or y)
+    _value_axis(ax, values, log_y)
     ax.set_title(title or y)
     if legend:
         ax.legend(loc="best")
@@ -1042,7 +1299,8 @@ def _family_styles(impls, cmap, marker, peers_dashed=True) -> dict:
     styles, grey = {}, 0
     for impl in impls:
         if is_peer(impl) and peers_dashed:
-            styles[impl] = dict(color=PEER_GREYS[grey % len(PEER_GREYS)], linestyle="--", marker=marker, zorder=2)
+            # Past six peers the greys repeat: the dash pattern tells them apart.
+            styles[impl] = dict(_distinct_style(grey, PEER_GREYS, PEER_DASHES), marker=marker, zorder=2)
             grey += 1
         else:
             styles[impl] = dict(color=shades[ours.index(impl)] if impl in ours else "0.4", linestyle="-",
@@ -1057,9 +1315,9 @@ def plot_local_vs_distributed(local_df, distributed_df, context=None, local_impl
     Left panel: two y scales, local locks (blue, left axis, M acquisitions/s)
     and Redis locks (orange; peers grey and dashed; right axis,
     acquisitions/s), both log.  Right panel: each curve divided by its
-    family's floor -- the family's best throughput at its smallest waiter
-    count (one uncontended waiter: the cheapest an acquisition gets in that
-    family) -- so 1 means "as cheap as an uncontended acquisition" and the
+    family's uncontended best -- the family's best throughput at its smallest
+    waiter count (one uncontended waiter: the cheapest an acquisition gets in
+    that family) -- so 1 means "as cheap as an uncontended acquisition" and the
     drop shows what contention costs each family, on one log scale.
 
     ``local_df`` is the ``locks`` suite (``cs_ns`` picks its knob group,
@@ -1086,12 +1344,12 @@ def plot_local_vs_distributed(local_df, distributed_df, context=None, local_impl
     waiters = sorted(set(local["waiters"]) | set(dist["waiters"]))
     cores = context_cores(context or {})
     _waiters_axis(left, waiters, cores)
+    left.set_ylabel("local: M acquisitions/s", color=plt.get_cmap("Blues")(0.85))
+    twin.set_ylabel("Redis: acquisitions/s", color=plt.get_cmap("Oranges")(0.85))
     _log_y_axis(left)
     _log_y_axis(twin)
     twin.spines["right"].set_visible(True)
     twin.grid(False)
-    left.set_ylabel("local: M acquisitions/s", color=plt.get_cmap("Blues")(0.85))
-    twin.set_ylabel("Redis: acquisitions/s", color=plt.get_cmap("Oranges")(0.85))
     local_knob = f"cs_ns={local['cs_ns'].iloc[0]:g}" if "cs_ns" in local and local["cs_ns"].notna().any() else ""
     dist_knob = f"hold_us={dist['hold_us'].iloc[0]:g}" if "hold_us" in dist and dist["hold_us"].notna().any() else ""
     left.set_title(f"two y scales: local {local_knob} (left), Redis {dist_knob} (right)", fontsize=10)
@@ -1105,9 +1363,9 @@ def plot_local_vs_distributed(local_df, distributed_df, context=None, local_impl
         _lines(right, scaled, THROUGHPUT, styles, label=False)
     right.axhline(1.0, color="0.35", linestyle=":", linewidth=1, zorder=1)
     _waiters_axis(right, waiters, cores, label_cores=False)
-    _log_y_axis(right)
     right.set_ylabel("throughput / family's best at 1 waiter")
-    right.set_title("normalised to each family's floor", fontsize=10)
+    _log_y_axis(right)
+    right.set_title("normalised to each family's uncontended best", fontsize=10)
     handles, labels = [], []
     for ax in (left, twin):
         h, lab = ax.get_legend_handles_labels()

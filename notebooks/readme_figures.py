@@ -82,7 +82,7 @@ def counters_figure(reference: Path, out_dir: Path) -> Path:
     df, context = _frame(reference, "counters.json", "jvm_counters.json")
     fig, ax = plt.subplots(figsize=(8.2, 4.0), layout="constrained")
     lp.plot_throughput(df, ax=ax, cores=lp.context_cores(context))
-    ax.set_ylabel("million increments/s")
+    ax.set_ylabel(lp.log_label("million increments/s"))
     ax.set_title("one shared counter, N threads incrementing it")
     return _finish(fig, out_dir / "counters.png", "Counters", context)
 
@@ -101,7 +101,7 @@ def locks_figure(reference: Path, out_dir: Path) -> Path:
         if rows.empty:
             raise MissingData(f"{reference}/full/locks.json: no cs_ns:{cs} points")
         lp.plot_throughput(rows, ax=ax, cores=lp.context_cores(context), styles=styles, legend=False)
-        ax.set_ylabel("M acquisitions/s" if cs == 0 else "")
+        ax.set_ylabel(lp.log_label("M acquisitions/s") if cs == 0 else "")
         ax.set_title("empty critical section (cs_ns 0)" if cs == 0 else "1 \u00b5s critical section (cs_ns 1000)")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _finish(fig, out_dir / "locks.png",

@@ -307,7 +307,8 @@ class ResultsDirTest(Fixtures):
         self.write("r/physical_limits.json", physical_limits())
         self.write("r/locks.json", two_knob_values())
         self.assertEqual(lp.physical_floors(self.tmp / "r"), {
-            "one cache-line hand-off per op": 250.0, "one futex wake-to-run per op": 4000.0})
+            "ceiling: one cache-line hand-off per acquisition": 250.0,
+            "ceiling: one futex wake-to-run per acquisition": 4000.0})
         self.assertEqual(lp.physical_floors(self.tmp / "nothing-here"), {})
         written = lp.plot_results_dir(self.tmp / "r", self.tmp / "out")
         self.assertEqual(sorted(p.name for p in written),
