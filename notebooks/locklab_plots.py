@@ -43,6 +43,8 @@ API
 - :func:`redis_lock_registry`, :func:`redis_lock_of`, :func:`redis_impl_order`,
   :func:`guarded_pairs` -- the Redis locks of ``benches/redis_locks.json``, the
   list the C++ benches and scenarios are built from
+- :func:`plot_grouped_bars` -- bars side by side per category (a scenario's rows;
+  ours beside a case study's reported figure)
 
 Command line (``--help`` for details)::
 
@@ -1411,6 +1413,81 @@ def split_table(df) -> str:
                      f"{cell('p95_ms', '.1f'):>9}{cell('round_trips_per_acquire', '.2f'):>8}"
                      f"{cell('redis_cmds_per_acquire', '.2f'):>9}")
     return "\n".join(lines)
+
+
+# ------------------------------- grouped bars: ours beside a reported figure
+
+def _value_y_axis(ax, values, log_y) -> bool:
+    """The y axis for ``values`` drawn from 0: log when ``log_y`` (symmetric-log,
+    linear below 1, when a value is 0, so a zero keeps its place), else linear
+    from 0.  Returns True when the axis is logarithmic (the caller's label
+    should say so)."""
+    if not (log_y and values and max(values) > 0):
+        ax.set_ylim(bottom=0)
+        return False
+    if min(values) > 0:
+        _log_y_axis(ax)
+    else:
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    return True
+
+
+def plot_grouped_bars(categories, series, ax=None, colours=None, hatches=None, log_y=False,
+                      ylabel=None, title=None, value_format=None, legend=True):
+    """Bars of several series side by side, one group per category.
+
+    For a scenario's table rows, where there is no knob to draw a line
+    against: our measurement beside the figure a case study reported, "before"
+    beside "after", one variant beside another.  ``series`` maps a label to
+    one value per category, in the order of ``categories``; a value that is
+    ``None`` or NaN is *missing* (the case study did not report it): no bar is
+    drawn there, so a gap never reads as a zero.  ``colours`` and ``hatches``
+    map a series label to a colour / hatch (defaults: the tab10 colours, no
+    hatch).  ``log_y`` draws y on a log axis of plain numbers (symmetric-log,
+    linear below 1, when a value is 0, as in :func:`plot_versus`) and says so
+    in the axis label: ``ylabel + " (log scale)"``.  ``value_format``, a format
+    string (``"{:.3g}"``) or a function of the value returning the text, writes
+    each value above its bar.
+
+    Raises ``ValueError`` when a series does not have one value per category
+    (a silently shifted bar would put a figure under the wrong label).
+    Returns the Axes.
+    """
+    categories = list(categories)
+    for label, values in series.items():
+        if len(values) != len(categories):
+            raise ValueError(f"plot_grouped_bars: series {label!r} has {len(values)} values "
+                             f"for {len(categories)} categories")
+    ax = ax or plt.figure(figsize=(1.2 * max(len(categories), 3) + 2, 3.8)).gca()
+    width = 0.8 / max(len(series), 1)
+    drawn = []
+    for k, (label, values) in enumerate(series.items()):
+        present = [(i, float(v)) for i, v in enumerate(values) if v is not None and not pd.isna(v)]
+        if not present:
+            continue
+        xs = [i - 0.4 + width * (k + 0.5) for i, _ in present]
+        heights = [v for _, v in present]
+        bars = ax.bar(xs, heights, width=width * 0.92, label=label if legend else None,
+                      color=(colours or {}).get(label, OUR_COLOURS[k % len(OUR_COLOURS)]),
+                      hatch=(hatches or {}).get(label), edgecolor="white" if not hatches else "0.25",
+                      linewidth=0.6, zorder=3)
+        if value_format:
+            text = value_format if callable(value_format) else value_format.format
+            ax.bar_label(bars, labels=[text(v) for v in heights], fontsize=7, padding=2)
+        drawn += heights
+    long_names = max((len(str(c)) for c in categories), default=0) > 12  # slanted, so they do not overlap
+    ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=30 if long_names else 0,
+                  ha="right" if long_names else "center", fontsize=8)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    logged = _value_y_axis(ax, drawn, log_y)
+    ax.set_ylabel(f"{ylabel or ''} (log scale)".strip() if logged else (ylabel or ""))
+    if title:
+        ax.set_title(title)
+    if legend and drawn:
+        ax.legend(loc="best", fontsize=8)
+    return ax
 
 
 # ------------------------------------------------------------ command line
