@@ -1417,23 +1417,6 @@ def split_table(df) -> str:
 
 # ------------------------------- grouped bars: ours beside a reported figure
 
-def _value_y_axis(ax, values, log_y) -> bool:
-    """The y axis for ``values`` drawn from 0: log when ``log_y`` (symmetric-log,
-    linear below 1, when a value is 0, so a zero keeps its place), else linear
-    from 0.  Returns True when the axis is logarithmic (the caller's label
-    should say so)."""
-    if not (log_y and values and max(values) > 0):
-        ax.set_ylim(bottom=0)
-        return False
-    if min(values) > 0:
-        _log_y_axis(ax)
-    else:
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(_plain_number))
-    return True
-
-
 def plot_grouped_bars(categories, series, ax=None, colours=None, hatches=None, log_y=False,
                       ylabel=None, title=None, value_format=None, legend=True):
     """Bars of several series side by side, one group per category.
@@ -1481,8 +1464,8 @@ def plot_grouped_bars(categories, series, ax=None, colours=None, hatches=None, l
     ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=30 if long_names else 0,
                   ha="right" if long_names else "center", fontsize=8)
     ax.set_xlim(-0.6, len(categories) - 0.4)
-    logged = _value_y_axis(ax, drawn, log_y)
-    ax.set_ylabel(f"{ylabel or ''} (log scale)".strip() if logged else (ylabel or ""))
+    ax.set_ylabel(ylabel or "")
+    _value_axis(ax, drawn, log_y)  # labels a log axis "(log scale)"
     if title:
         ax.set_title(title)
     if legend and drawn:

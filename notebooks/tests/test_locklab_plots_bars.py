@@ -55,7 +55,7 @@ class GroupedBarsTest(unittest.TestCase):
     def test_a_zero_keeps_its_place_on_a_symmetric_log_axis(self):
         ax = lp.plot_grouped_bars(["wait 3 s", "wait 0"], {"rejected": [304, 0]}, log_y=True, ylabel="tasks")
         self.assertEqual(ax.get_yscale(), "symlog")
-        self.assertEqual(ax.get_ylabel(), "tasks (log scale)")
+        self.assertEqual(ax.get_ylabel(), "tasks (log scale, linear below 1)")
         self.assertEqual(len(self.bars(ax)), 2)
 
     def test_linear_axis_starts_at_zero_and_has_no_log_label(self):
