@@ -16,7 +16,7 @@
 //   redis_locks/<Impl>/waiters:1/hold_us:0/idle_ms:<i>           one thread's lock() +
 //       unlock() pair, back to back (idle_ms:0, "warm") or after 10 ms idle
 // Besides them, PubSubLock's watchdog and try_lock_async points (one holder
-// or caller each, no hold_us in the name, ~5 s in all, any mode):
+// or caller each, no hold_us in the name, ~7 s in all, any mode):
 // redis_locks_watchdog.hpp.
 // The split is what changes everything for the locks that share work inside
 // a process: 50 waiters in one process are one SUBSCRIBE and one wake-up per

@@ -76,7 +76,7 @@
 //                                   release)
 //
 // Each point is bounded: every wait in it has a limit (a verdict 2 s, a
-// future 5 s), past which the point fails with a message. About 5 s for
+// future 5 s), past which the point fails with a message. About 7 s for
 // all of them, whatever --duration_ms says (a stall must outlast a lease).
 #pragma once
 
