@@ -2,6 +2,7 @@
 // redis_locks suite; what each measures and why: redis_locks_watchdog.hpp.
 #include "benches/redis_locks_watchdog.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -324,7 +325,22 @@ void ready_within(std::future<bool>& f) {
   }
 }
 
-// The caller needs the lock (held `hold` more) and has `work` of CPU work.
+// Spins until this thread has used `cpu` of CPU time (its own clock): work
+// of one size whatever else the machine runs. A wall-clock deadline would
+// shrink the work when the thread is preempted, and shrink it differently
+// for one 30 ms piece than for thirty 1 ms pieces.
+void cpu_work(std::chrono::nanoseconds cpu) {
+  auto used = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto end = used() + cpu;
+  while (used() < end) BusyWork::spin_iterations(1'000);
+}
+
+// The caller needs the lock (held `hold` more) and has `work` of CPU work,
+// done 1 ms of CPU at a time (the async caller checks its future between).
 ContentionResult measure_overlap(const Workload& w, const Client::Options& server, bool async,
                                  std::chrono::milliseconds hold, std::chrono::milliseconds work) {
   AsyncSetup x(server, async ? "async" : "blocking");
@@ -338,8 +354,8 @@ ContentionResult measure_overlap(const Workload& w, const Client::Options& serve
     if (async) {
       std::future<bool> f = lock.try_lock_async(kFutureLimit, kAsyncLease);
       call_us.push_back(ms_between(t0, Clock::now()) * 1000);
-      for (auto done = 0ms; done < work; done += 1ms) {  // the work, 1 ms at a time
-        BusyWork::spin_ns(1'000'000);
+      for (auto done = 0ms; done < work; done += 1ms) {
+        cpu_work(1ms);
         if (ready == Clock::time_point{} && f.wait_for(0s) == std::future_status::ready) ready = Clock::now();
       }
       worked = Clock::now();
@@ -350,7 +366,7 @@ ContentionResult measure_overlap(const Workload& w, const Client::Options& serve
       lock.lock();
       ready = Clock::now();
       call_us.push_back(ms_between(t0, ready) * 1000);
-      BusyWork::spin_ns(std::chrono::nanoseconds(work).count());
+      for (auto done = 0ms; done < work; done += 1ms) cpu_work(1ms);
       worked = Clock::now();
     }
     const auto end = Clock::now();

@@ -30,7 +30,9 @@
 //   redis_locks/PubSubLock(lock)/waiters:1/hold_ms:40/work_ms:30
 //   redis_locks/PubSubLock(try_lock_async)/waiters:1/hold_ms:40/work_ms:30
 //       the caller needs the lock (held 40 ms more) and has 30 ms of CPU work
-//       (busy work) to do: lock() then work, or try_lock_async, work, get().
+//       to do (busy work, timed by the thread's CPU clock, so a preempted
+//       caller still does all of it): lock() then work, or try_lock_async,
+//       work, get().
 //   redis_locks/PubSubLock(try_lock_async)/waiters:1/hold_ms:100/wait_ms:20
 //       a wait shorter than the hold: the future becomes false.
 //   redis_locks/PubSubLock(try_lock_async)/waiters:1/hold_ms:100/destroyed_after_ms:20
