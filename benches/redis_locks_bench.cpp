@@ -15,6 +15,9 @@
 //   redis_locks/<Impl>/waiters:1/hold_us:<h>/handoff:1          unlock -> next owner
 //   redis_locks/<Impl>/waiters:1/hold_us:0/idle_ms:<i>           one thread's lock() +
 //       unlock() pair, back to back (idle_ms:0, "warm") or after 10 ms idle
+// Besides them, PubSubLock's watchdog and try_lock_async points (one holder
+// or caller each, no hold_us in the name, ~7 s in all, any mode):
+// redis_locks_watchdog.hpp.
 // The split is what changes everything for the locks that share work inside
 // a process: 50 waiters in one process are one SUBSCRIBE and one wake-up per
 // release (PubSubLock), or one thread at Redis (GuardedLock); in 50
@@ -135,6 +138,7 @@
 #include "benches/harness/point_process.hpp"
 #include "benches/harness/redis_lock_registry.hpp"
 #include "benches/harness/suite.hpp"
+#include "benches/redis_locks_watchdog.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/guarded_lock.hpp"
@@ -947,6 +951,7 @@ int main(int argc, char** argv) {
           splits ? *splits : (o.mode == "full" ? std::vector<Split>{{1, 50}, {5, 10}, {50, 1}}
                                                : std::vector<Split>{{1, 16}, {4, 4}, {16, 1}});
       for (const auto& impl : lock_impls()) register_impl(o, impl, chosen);
+      register_watchdog_and_async_points(o, [] { return redis_instance().options; });
     });
   } catch (const std::exception& e) {
     std::cerr << argv[0] << ": " << e.what() << "\n";
