@@ -42,7 +42,9 @@
 // ck.mcs ...) like the JVM driver's `java.<class>`, and `none` is the
 // harness without a lock.
 //
-// Quick mode runs fewer peer points: see QuickCoverage below.
+// Quick mode runs fewer peer points: see QuickCoverage below. The
+// critical-section sweep (cs_ns 0 to 5000 at 2 and 16 waiters) is its own
+// suite, cs_sweep_bench.cpp, so this file's workloads stay the four above.
 #include <functional>
 #include <limits>
 #include <memory>
@@ -52,6 +54,7 @@
 
 #include "benches/harness/suite.hpp"
 #include "benches/local_peers.hpp"
+#include "benches/lock_points.hpp"
 #include "primitives/adaptive_mutex.hpp"
 #include "primitives/backoff_lock.hpp"
 #include "primitives/mcs_lock.hpp"
@@ -91,25 +94,9 @@ constexpr QuickCoverage kEverything{};
 constexpr QuickCoverage kPeer{.tiny_sections_only = true};
 constexpr QuickCoverage kFifoSpinPeer{.tiny_sections_only = true, .max_waiters = 16};
 
-template <class L>
-EventSource events_of(const L& lock) {
-  if constexpr (requires { lock.stats(); }) {
-    return [&lock] {
-      const auto s = lock.stats();
-      return EventCounts{{"contended_acquires", static_cast<double>(s.contended_acquires)},
-                         {"spins", static_cast<double>(s.spins)},
-                         {"parks", static_cast<double>(s.parks)},
-                         {"wakes", static_cast<double>(s.wakes)},
-                         {"handoffs", static_cast<double>(s.handoffs)}};
-    };
-  } else {
-    return {};
-  }
-}
-
 // Registers every point of one implementation; `make` builds a fresh lock
-// per point (locks are neither copyable nor movable), so a lock lives
-// exactly as long as its point (absl's no-detect peer relies on it).
+// per point (lock_points.hpp), so a lock lives exactly as long as its point
+// (absl's no-detect peer relies on it).
 template <class L>
 void register_lock(const SuiteOptions& o, const std::string& impl, std::function<std::unique_ptr<L>()> make,
                    QuickCoverage quick = kEverything) {
@@ -122,10 +109,7 @@ void register_lock(const SuiteOptions& o, const std::string& impl, std::function
                  .think_ns = shape.think_ns_per_waiter * waiters};
       std::vector<Knob> knobs{{"cs_ns", shape.cs_ns}};
       if (shape.think_ns_per_waiter != 0) knobs.push_back({"think_ns_per_waiter", shape.think_ns_per_waiter});
-      register_point(point_name(o.suite, impl, waiters, knobs), w, [make](const Workload& wl) {
-        std::unique_ptr<L> lock = make();
-        return run_lock_contention(*lock, wl, events_of(*lock));
-      });
+      register_lock_point<L>(o, impl, make, w, knobs);
     }
   }
 }

@@ -80,6 +80,8 @@ def _finish(fig, out: Path, title: str, context: dict) -> Path:
 
 def counters_figure(reference: Path, out_dir: Path) -> Path:
     df, context = _frame(reference, "counters.json", "jvm_counters.json")
+    if "readers" in df:  # the read-side points (readers:1) are another figure's story
+        df = df[df["readers"].isna()]
     fig, ax = plt.subplots(figsize=(8.2, 4.0), layout="constrained")
     lp.plot_throughput(df, ax=ax, cores=lp.context_cores(context))
     ax.set_ylabel(lp.log_label("million increments/s"))
