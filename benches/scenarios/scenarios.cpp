@@ -41,7 +41,13 @@
 //       (pool_rejection.hpp): a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
 //       PubSubLock try_lock_for(3 s) vs try_lock_for(0); every duration / X
 //       (quick: 5, 10 s; full: 1, 30 s; durations in the case study's time)
-//   scenarios all [--quick|--full]                all eight, quick by default
+//   scenarios all [--quick|--full|--smoke]        all eight, quick by default;
+//       --smoke (./lab test): the least work that still writes every row and
+//       column of every file, for checking the notebooks, not for reading:
+//       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
+//       of each fault, herd at 1 and 50 waiters for 300 ms, 50
+//       vus_table requests, 5 fetches per batch method, load_test at time
+//       scales 120 and 300, pool_rejection 4 s at 5
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
@@ -53,7 +59,8 @@
 // load_test 19 s, pool_rejection 5 s. --full uses 10 runs for every fault, 5 waiter
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
-// for pool_rejection (at the case study's own speed).
+// for pool_rejection (at the case study's own speed). --smoke took 27 s on
+// a 2-core lab machine (load average about 1).
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -202,12 +209,20 @@ struct Options {
   int think_us = -1;      // vus_table: -1: VusConfig's default
   int keys = 0;      // batch --keys=K (0: 1,000)
   double time_scale = 0;  // load_test / pool_rejection: 0 = the mode's default
+
+  // One knob's size in this mode. smoke (`./lab test`): the least work that
+  // still writes every row and column of each file, so that every notebook
+  // cell has data to run on; its figures are for checking, not for reading.
+  template <class T>
+  T sized(T quick, T full, T smoke) const {
+    return mode == "full" ? full : mode == "smoke" ? smoke : quick;
+  }
 };
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
             << "usage: scenarios coupon|faults|herd|stock|vus_table|batch|load_test|pool_rejection|all\n"
-            << "                 [--quick|--full] [--out=DIR] [--runs=N]\n"
+            << "                 [--quick|--full|--smoke] [--out=DIR] [--runs=N]\n"
             << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
             << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n"
             << "                 [--keys=K] (batch; --runs=N: fetches per method)\n"
@@ -246,6 +261,8 @@ Options parse(int argc, char** argv) {
       o.mode = "quick";
     } else if (a == "--full") {
       o.mode = "full";
+    } else if (a == "--smoke") {
+      o.mode = "smoke";
     } else if (a == "--processes") {
       o.processes_flag = true;
     } else if (auto v = value("--processes")) {
@@ -331,11 +348,15 @@ void run_coupon_scenario(const Options& o) {
   const std::vector<Row> rows = {{"RedLock", Fault::kNone, false},
                                  {"RedLock+drift", Fault::kDrift, false},
                                  {"RedLock+drift+fence", Fault::kDrift, true}};
+  // Smoke: the faults' sizes (the drift still strikes once, on the victim).
+  const int coupons = o.sized(100, 100, 30), clients = o.sized(40, 40, 12);
   std::vector<CouponResult> results;
   std::vector<Entry> entries;
   int family = 0;
   for (const Row& row : rows) {
     CouponConfig c = fault_config(row.fault, row.fenced);
+    c.coupons = coupons;
+    c.clients = clients;
     c.processes = procs;
     const CouponResult r = run_coupon(world, c, spawn_role);
     results.push_back(r);
@@ -346,10 +367,10 @@ void run_coupon_scenario(const Options& o) {
     e.family = family++;
     e.wall_ms = r.wall_ms;
     e.counters = coupon_counters(r);
-    e.counters.emplace_back("client_processes", procs ? 40.0 : 0.0);
+    e.counters.emplace_back("client_processes", procs ? double(clients) : 0.0);
     entries.push_back(e);
   }
-  std::cout << "\ncoupon: 100 coupons, 40 clients (" << (procs ? "processes" : "threads")
+  std::cout << "\ncoupon: " << coupons << " coupons, " << clients << " clients (" << (procs ? "processes" : "threads")
             << "), RedLock over 3 redis-servers, lease 1,000 ms, lock timeout 250 ms, skew 900 ms on 2 nodes\n"
             << "(coupon sale case study: 40 VUs x 25 s, lock timeout 2,000 ms; its fence column is its Redis-INCR "
                "run)\n\n";
@@ -399,8 +420,8 @@ void run_faults_scenario(const Options& o) {
     Fault fault;
     int runs;
   };
-  const int goal_runs = o.runs > 0 ? o.runs : 10;
-  const int other_runs = o.runs > 0 ? o.runs : (o.mode == "full" ? 10 : 2);
+  const int goal_runs = o.runs > 0 ? o.runs : o.sized(10, 10, 1);
+  const int other_runs = o.runs > 0 ? o.runs : o.sized(2, 10, 1);
   const std::vector<Row> rows = {{Fault::kDrift, goal_runs},
                                  {Fault::kPause, goal_runs},
                                  {Fault::kRestart, other_runs},
@@ -584,8 +605,9 @@ int herd_main(const Args& a) {
 void run_herd_scenario(const Options& o) {
   const int procs = o.herd_processes;
   const std::vector<int> waiters =
-      !o.waiters.empty() ? o.waiters : (o.mode == "full" ? std::vector<int>{1, 5, 10, 20, 50} : std::vector<int>{1, 10, 50});
-  const ms duration(o.duration_ms > 0 ? o.duration_ms : (o.mode == "full" ? 3'000 : 1'000));
+      !o.waiters.empty() ? o.waiters
+                         : o.sized(std::vector<int>{1, 10, 50}, std::vector<int>{1, 5, 10, 20, 50}, std::vector<int>{1, 50});
+  const ms duration(o.duration_ms > 0 ? o.duration_ms : o.sized(1'000, 3'000, 300));
   const int max_waiters = 32;
   redis::EmbeddedServer server;
   redis::Client probe(server.client_options());
@@ -688,7 +710,7 @@ void run_herd_scenario(const Options& o) {
 void run_stock_scenario(const Options& o) {
   stock::StockConfig c;
   c.gap = std::chrono::microseconds(o.gap_us);
-  const int runs = o.runs > 0 ? o.runs : (o.mode == "full" ? 3 : 1);
+  const int runs = o.runs > 0 ? o.runs : o.sized(1, 3, 1);
   redis::EmbeddedServer server;
   std::vector<stock::StockResult> results;
   std::vector<Entry> entries;
@@ -754,7 +776,7 @@ void run_stock_scenario(const Options& o) {
 
 void run_vus_scenario(const Options& o) {
   const std::vector<int> vus_list = !o.vus.empty() ? o.vus : std::vector<int>{1, 5, 50};
-  const int requests = o.requests > 0 ? o.requests : (o.mode == "full" ? 1'000 : 100);
+  const int requests = o.requests > 0 ? o.requests : o.sized(100, 1'000, 50);
   const long think_us = o.think_us >= 0 ? o.think_us : long(vus::VusConfig{}.think.count());
   redis::EmbeddedServer server;
   std::vector<vus::VusResult> results;
@@ -853,8 +875,8 @@ std::string slot_list(const batch::SlotCheck& c) {
 void run_batch_scenario(const Options& o) {
   batch::Config cfg;
   cfg.keys = o.keys > 0 ? o.keys : 1'000;
-  cfg.fetches = o.runs > 0 ? o.runs : (o.mode == "full" ? 100 : 20);
-  cfg.torn_fetches = o.mode == "full" ? 20 : 5;
+  cfg.fetches = o.runs > 0 ? o.runs : o.sized(20, 100, 5);
+  cfg.torn_fetches = o.sized(5, 20, 2);
   redis::EmbeddedServer server;
   redis::Client client(server.client_options());
   // Part B's cluster is started first and left to settle while part A
@@ -1016,16 +1038,17 @@ void run_load_test_scenario(const Options& o) {
   // a busy 2-core machine (1 ms real = time_scale ms of the case study's time): case 1
   // (2 min, holds 200-600 ms) at 40 -> 3 s, holds 5-15 ms; case 2 (10 min,
   // holds 1-10 s) at 100 -> 6 s, holds 10-100 ms. Full: 10 and 20 (12 s and
-  // 30 s a run). --time_scale=X sets both.
+  // 30 s a run). Smoke: 120 and 300 (1 s and 2 s a run). --time_scale=X
+  // sets both.
   struct Case {
     std::string name, label;
-    double lo, hi, run_s, quick_scale, full_scale;
+    double lo, hi, run_s, quick_scale, full_scale, smoke_scale;
     const char* original[2][5];  // before/after: success, mean wait, max waiters, errors, capacity
   };
   const std::vector<Case> cases = {
-      {"hold200-600ms", "case 1: hold 200-600 ms, 2 min", 0.2, 0.6, 120, 40, 10,
+      {"hold200-600ms", "case 1: hold 200-600 ms, 2 min", 0.2, 0.6, 120, 40, 10, 120,
        {{"23%", "56,000", "64+", "yes", "-"}, {"100%", "2", "1", "0", "-"}}},
-      {"hold1-10s", "case 2: hold 1-10 s, 10 min", 1.0, 10.0, 600, 100, 20,
+      {"hold1-10s", "case 2: hold 1-10 s, 10 min", 1.0, 10.0, 600, 100, 20, 300,
        {{"23%", "56,000", "64+", "yes", "-"}, {"21%", "4,279", "6", "0", "10.9"}}}};
   redis::EmbeddedServer server;
   redis::Client::Options co = server.client_options();
@@ -1045,7 +1068,7 @@ void run_load_test_scenario(const Options& o) {
     if (!o.only.empty() && o.only.find("," + k.name + ",") == std::string::npos) continue;
     LoadResult r[2];
     LoadConfig c;
-    const double scale = o.time_scale > 0 ? o.time_scale : (o.mode == "full" ? k.full_scale : k.quick_scale);
+    const double scale = o.time_scale > 0 ? o.time_scale : o.sized(k.quick_scale, k.full_scale, k.smoke_scale);
     for (int impl = 0; impl < 2; ++impl) {
       c = LoadConfig{};
       c.hold_lo_s = k.lo;
@@ -1157,11 +1180,12 @@ void run_load_test_scenario(const Options& o) {
 
 void run_pool_rejection_scenario(const Options& o) {
   // Quick: 10 unscaled seconds at time scale 5 (2 s a run; 1,300 arrivals/s,
-  // a 3 s wait = 600 ms); full: 30 s at the case study's own speed. At 10 a
+  // a 3 s wait = 600 ms); full: 30 s at the case study's own speed; smoke:
+  // 4 s at 5 (two stampedes: the value stays fresh 2 s). At 10 a
   // starved 2-core machine could not even serve the zero-wait refreshes in
   // time (one measured run: 103 rejections with wait 0).
-  const double scale = o.time_scale > 0 ? o.time_scale : (o.mode == "full" ? 1 : 5);
-  const double run_s = o.mode == "full" ? 30 : 10;
+  const double scale = o.time_scale > 0 ? o.time_scale : o.sized(5.0, 1.0, 5.0);
+  const double run_s = o.sized(10.0, 30.0, 4.0);
   redis::EmbeddedServer server;
   redis::Client::Options co = server.client_options();
   co.command_timeout = 10s;
