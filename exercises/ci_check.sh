@@ -94,26 +94,36 @@ for n in "${EXERCISES[@]}"; do
   fi
 done
 
-echo "ci_check: every wrong version of a solution fails its exercise's checks"
+echo "ci_check: every wrong version of a solution fails its exercise's checks, and the check written for it fails alone"
 # instructor/wrong/NAME/<fixture>.cmake: the solution with one bug, built (CMakeLists.txt) as
-# exercise_NAME_wrong_<fixture>_test. Caught = any failing exit: a failed check (1), or a crash.
-# A fixture that sets fixture_caught_by to tsan (a memory-model bug that x86 forgives in Release)
-# is graded below, after the sanitizer levels.
-caught_by() { sed -n 's/^set(fixture_caught_by \([a-z]*\))$/\1/p' "$1"; }
+# exercise_NAME_wrong_<fixture>_test. Two things must hold: the whole executable does not pass (a
+# failed check, or a crash: another check may trip over the bug first), and the check the fixture
+# names in fixture_caught_by, run alone, FAILS as a check (exit 1, not a crash or a hang): so every
+# hole is closed by a check made for it, not by chance. A fixture whose fixture_caught_by is "tsan"
+# (a memory-model bug that x86 forgives in Release) is graded below, after the sanitizer levels.
+caught_by() { sed -n 's/^set(fixture_caught_by "\(.*\)")$/\1/p' "$1"; }
 limit=120
 for f in "$ROOT"/exercises/instructor/wrong/*/*.cmake; do
   [ -e "$f" ] || continue
-  [ -z "$(caught_by "$f")" ] || continue
+  check=$(caught_by "$f")
+  [ "$check" != tsan ] || continue
   n=$(basename "$(dirname "$f")") fixture=$(basename "$f" .cmake)
-  what="instructor/wrong/$n/$fixture.cmake"
-  run "exercise_${n}_wrong_${fixture}_test" --gtest_brief=1
-  first=$(grep -m1 -E '^\[  FAILED  \]' "$BUILD/exercise_${n}_wrong_${fixture}_test.log" | sed 's/, where TypeParam.*//' || true)
-  case $rc in
-    0) bad "the grader cannot catch $what: it PASSES the $n checks" "a check must fail on this bug (the fixture's first lines say which)" ;;
-    1) ok "$what fails (${first#\[  FAILED  \] })" ;;
-    124) ok "$what fails: hangs, killed after ${limit} s${first:+ (${first#\[  FAILED  \] })}" ;;
-    *) ok "$what fails: crashes (exit $rc)${first:+ after ${first#\[  FAILED  \] }}" ;;
-  esac
+  what="instructor/wrong/$n/$fixture.cmake" exe="exercise_${n}_wrong_${fixture}_test"
+  if [ -z "$check" ]; then
+    bad "$what names no check" 'set(fixture_caught_by "<the GoogleTest filter of the check written for this bug>")'
+    continue
+  fi
+  run "$exe" --gtest_brief=1
+  whole=$rc
+  run "$exe" --gtest_filter="$check" --gtest_brief=1
+  ran=$(grep -m1 -oE '^\[==========\] [0-9]+ tests? from' "$BUILD/$exe.log" | grep -oE '[0-9]+' || echo 0)
+  if [ "$whole" -eq 0 ]; then
+    bad "the grader cannot catch $what: it PASSES the $n checks" "the check written for it: $check"
+  elif [ "$rc" -eq 1 ] && [ "$ran" -gt 0 ]; then
+    ok "$what fails; alone, $check fails$([ "$whole" -eq 1 ] || echo " (the whole executable: exit $whole)")"
+  else
+    bad "$what: its check $check, run alone, does not fail as a check (exit $rc, $ran test(s) ran)" "log: $BUILD/$exe.log"
+  fi
 done
 
 # museum_ci: every exhibit's test (bug_museum/graded.hpp) FAILS with "BUG

@@ -9,4 +9,4 @@
 # memory order (exercises/CMakeLists.txt), so the fixture is exactly its one bug.
 set(fixture_regex_find "std::memory_order_(acquire|release|acq_rel|seq_cst)")
 set(fixture_regex_replace "std::memory_order_relaxed")
-set(fixture_caught_by tsan)
+set(fixture_caught_by "tsan")

@@ -3,6 +3,9 @@
 # Built from the solution, instructor/ttas_backoff/my_backoff_lock.hpp, by replacing
 # fixture_find with fixture_replace (exercises/CMakeLists.txt), so the fixture
 # is exactly its one bug.
+# The check written for this hole: ci_check.sh runs it alone and requires it to FAIL (a failed
+# assertion, exit 1), besides the whole test executable failing.
+set(fixture_caught_by "MyBackoffLockTest.ContendedWaitersPollInsteadOfExchanging")
 set(fixture_find [==[
     if (!locked_.exchange(true, std::memory_order_acquire)) return;  // uncontended
     std::int64_t spins = 0;
