@@ -481,6 +481,14 @@ COUNTER_LABELS = {
     "round_trips_per_fetch": ("round trips per fetch", "round trips / fetch"),
     "modelled_ms_at_1ms_rtt": ("modelled time at 1 ms round trip, ms", "ms"),
     "distinct_slots": ("distinct cluster slots", "slots"),
+    # redis_rwlock: the read-fraction curve of the Redis read-write lock.
+    "reads_per_second": ("reads completed per second", "reads/s"),
+    "writes_per_second": ("writes completed per second", "writes/s"),
+    "round_trips_per_op": ("network round trips per operation", "round trips / operation"),
+    "redis_cmds_per_op": ("Redis commands per operation", "commands / operation"),
+    "server_cpu_us_per_op": ("Redis server CPU per operation, \u00b5s", "\u00b5s / operation"),
+    "server_bound_ops_per_second": ("the server's ceiling: operations/s at 100% Redis CPU", "operations/s"),
+    "lost_leases_per_op": ("leases lost per operation", "lost / operation"),
 }
 # A small panel's title wraps past this many characters (they sit three abreast).
 COUNTER_TITLE_WIDTH = 30
@@ -514,6 +522,7 @@ THROUGHPUT_UNITS = {
     "locks": (1e6, "M acquisitions/s"),
     "counters": (1e6, "M increments/s"),
     "redis_locks": (1.0, "acquisitions/s"),
+    "redis_rwlock": (1.0, "operations/s"),
     "io_bound": (1.0, "tasks/s"),
     "pinning": (1.0, "tasks/s"),
 }
