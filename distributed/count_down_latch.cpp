@@ -80,8 +80,8 @@ bool CountDownLatch::wait_until(detail::Clock::time_point deadline) {
           for (Subscriber::Subscription* s : parked_) {
             if (s != &*sub) s->poke();
           }
-          ++relays_;
         }
+        relays_.fetch_add(1, std::memory_order_relaxed);
         try {
           client_.command({"PUBLISH", channel_, "0"});
         } catch (const Error&) {

@@ -55,6 +55,7 @@
 // workers ready, all shards migrated). For mutual exclusion, a lock.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -90,7 +91,7 @@ class CountDownLatch {
   const std::string& name() const noexcept { return name_; }
   const std::string& channel() const noexcept { return channel_; }
   // Relay PUBLISHes this object's waiters sent ("Waking everyone").
-  std::uint64_t relays() const noexcept { return relays_; }
+  std::uint64_t relays() const noexcept { return relays_.load(std::memory_order_relaxed); }
 
  private:
   bool wait_until(detail::Clock::time_point deadline);
@@ -100,7 +101,7 @@ class CountDownLatch {
   std::string channel_;
   std::mutex parked_mu_;
   std::vector<Subscriber::Subscription*> parked_;  // guarded by parked_mu_
-  std::uint64_t relays_ = 0;                       // guarded by parked_mu_
+  std::atomic<std::uint64_t> relays_{0};
 };
 
 }  // namespace locklab::redis
