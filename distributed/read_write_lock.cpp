@@ -324,28 +324,37 @@ bool ReadWriteSide::acquire(Clock::time_point deadline) {
   if (a.acquired) return true;
   if (deadline <= Clock::now()) return false;
   std::optional<Subscriber::Subscription> sub = client_.subscriber().subscribe(channel(), deadline);
-  // Subscribed (or out of time): the re-check that catches a release
-  // published before the subscription was live.
-  a = attempt(owner);
-  if (a.acquired || !sub) return a.acquired;
-  if (kind_ == Kind::kWrite) return wait_for_release(*sub, deadline, a, true, [&] { return attempt(owner); });
+  if (!sub) return attempt(owner).acquired;  // out of time: one last look
+  if (kind_ == Kind::kWrite) {
+    // Subscribed: the re-check that catches a release published before
+    // the subscription was live, then the parked loop.
+    a = attempt(owner);
+    if (a.acquired) return true;
+    return wait_for_release(*sub, deadline, a, true, [&] { return attempt(owner); });
+  }
+  // A reader is parked (pokeable) BEFORE its re-check: a reader that gets
+  // the lock after that re-check failed finds it in parked_, and one that
+  // got it before is seen by the re-check itself. No window is left in
+  // which a poke could miss it.
+  struct Unpark {
+    ReadWriteSide& side;
+    Subscriber::Subscription* sub;
+    ~Unpark() {
+      std::lock_guard g(side.parked_mu_);
+      side.parked_.erase(std::find(side.parked_.begin(), side.parked_.end(), sub));
+    }
+  };
   {
     std::lock_guard g(parked_mu_);
     parked_.push_back(&*sub);
   }
   bool got = false;
-  try {
-    got = wait_for_release(*sub, deadline, a, true, [&] { return attempt(owner); });
-  } catch (...) {
-    std::lock_guard g(parked_mu_);
-    parked_.erase(std::find(parked_.begin(), parked_.end(), &*sub));
-    throw;
-  }
   {
-    std::lock_guard g(parked_mu_);
-    parked_.erase(std::find(parked_.begin(), parked_.end(), &*sub));
+    Unpark unpark{*this, &*sub};
+    a = attempt(owner);
+    got = a.acquired || wait_for_release(*sub, deadline, a, true, [&] { return attempt(owner); });
   }
-  // The writer is gone: every reader parked here may read now ("Waiting").
+  // No writer holds it now: every reader parked here may read ("Waiting").
   if (got) poke_parked_readers();
   return got;
 }

@@ -71,8 +71,11 @@
 // the deadline. The Subscriber wakes ONE waiter per message; readers are
 // many, so a reader that gets the lock wakes (pokes) every other reader
 // parked on the same ReadLock object: they all attempt, and all get it
-// unless a writer came first. Readers of other objects and processes get
-// their own message (one per Subscriber, each chaining the same way).
+// unless a writer came first. Each process's Subscriber gets the message
+// and wakes its oldest parked reader, which chains the same way. Readers
+// parked on ANOTHER object of the same name in the same process are not
+// poked: they attempt at the next message or at their wait bound (the
+// writer's lease end), so share one object per name per process.
 //
 // Leases and the watchdog
 // -----------------------
