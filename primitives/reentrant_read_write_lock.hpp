@@ -132,7 +132,8 @@
 // -------------
 // Uncontended write lock/unlock: ReentrantLock's (one compare-exchange
 // each, two plain stores of the owner slot), plus one look-up of the
-// thread's read holds on the contended path only (the upgrade check).
+// thread's read holds at the last write_unlock() (did it downgrade?) and on
+// the contended lock path (the upgrade check).
 // Read lock/unlock: a look-up in the thread's read-hold list (a call, a
 // thread-local access and a scan of the locks this thread is reading, one
 // entry in the usual case), plus, for the first hold, one compare-exchange

@@ -124,7 +124,7 @@ TEST(StampedLock, OptimisticReadThatRacedAWriteFailsValidateDeterministically) {
   StampedLock l;
   // A write that began and ended inside the read.
   Stamp s = l.try_optimistic_read();
-  std::jthread([&] { l.unlock_write(l.write_lock()); }).join();
+  std::thread([&] { l.unlock_write(l.write_lock()); }).join();
   EXPECT_FALSE(l.validate(s));
   // A write that began inside the read and is still going on.
   s = l.try_optimistic_read();
