@@ -123,8 +123,9 @@
 // Pessimistic readers and writers need none of this: the synchronizer's
 // acquire/release give them happens-before, and their data may stay plain
 // if no optimistic reader reads it. tests/primitives/stamped_lock_test.cpp
-// reads with std::atomic_ref under TSan; the exercise's seqlock with plain
-// loads is what TSan reports.
+// reads with std::atomic_ref and is clean under TSan; the same reader with
+// plain loads is reported by TSan as a data race with the writer's stores,
+// however often validate() rejects the torn reads.
 //
 // What it costs
 // -------------

@@ -123,6 +123,9 @@ TEST(ReadWriteConformanceCanFail, ReaderPreferringPthreadRwlockStarvesTheWriter)
   PthreadRwlock rw(PTHREAD_RWLOCK_PREFER_READER_NP);
   testing::StarvationOptions o;
   o.bound = 1'000ms;
+  // The stream breaks (and lets the writer in) only if no other reader gets
+  // in for a whole baton: 200 ms keeps it continuous on a loaded machine.
+  o.baton = 200ms;
   const auto run = testing::check_writer_not_starved(rw, o);
   EXPECT_FALSE(run.result.ok) << "a reader-preferring lock passed the starvation check";
 }
