@@ -1,0 +1,377 @@
+// reentrant_read_write_lock.hpp — java.util.concurrent.locks.
+// ReentrantReadWriteLock: many readers or one writer, both reentrant, a
+// writer may take the read lock and then let the write lock go (downgrade),
+// and Conditions on the write lock.
+//
+// What it guarantees
+// ------------------
+// State, as seen by a thread T (r = T's read holds, w = T's write holds):
+//
+//   state                       T: read_lock()      T: write_lock()        T: read_unlock / write_unlock
+//   free                        r = 1               w = 1, owner = T       throws (not held)
+//   read by others, not T       r = 1 (may wait,    waits                  throws (not held)
+//                               see fairness)
+//   read by T (r >= 1), w = 0   r + 1, no wait      throws (upgrade)       r - 1 / throws
+//   written by T (w >= 1)       r + 1, no wait      w + 1                  r - 1 / w - 1; at w = 0
+//                                                                          the write lock is free and
+//                                                                          T keeps its reads (downgrade)
+//   written by U != T           waits               waits                  throws (not held)
+//
+// - Readers share, a writer excludes: while a thread holds the write lock no
+//   other thread holds either lock. Every write_unlock() that frees the
+//   write lock happens-before every later acquisition (read or write), and
+//   every read_unlock() happens-before the next write_lock() that follows
+//   it. Readers among themselves get no ordering (they only read).
+// - Reentrancy, both sides: a thread re-takes a lock it holds without
+//   waiting, however many writers are queued (a reentrant read that queued
+//   behind a waiting writer would deadlock with it), and must unlock as
+//   many times. Hold counts are 64-bit.
+// - Downgrade: the writer may read_lock() (no wait), then write_unlock();
+//   it keeps reading, and no writer can slip in between (the read permit is
+//   carved out of the write's, not re-acquired).
+// - Upgrade is refused: write_lock() (or any try/timed variant) by a thread
+//   that holds the read lock but not the write lock throws
+//       std::system_error with std::errc::resource_deadlock_would_occur
+//   and changes nothing. Java lets that call wait forever (two upgrading
+//   readers wait for each other; one alone waits for itself); the standard
+//   library reports a self-deadlock it can see with the same error code
+//   (std::mutex::lock, std::thread::join), so we do.
+// - Ownership is checked, as in ReentrantLock: write_unlock() by a thread
+//   that does not hold the write lock, read_unlock() by a thread that holds
+//   no read, and any use of a Condition without the write lock throw
+//       std::system_error with std::errc::operation_not_permitted
+//   and change nothing.
+// - Fairness, chosen at construction:
+//     kFair    FIFO. While any thread is queued nobody else takes either
+//              lock (try_ variants included), except by reentry. A writer
+//              queued behind readers therefore waits only for the readers
+//              already inside: a continuous stream of new readers cannot
+//              starve it (no writer starvation, tested). Readers queued
+//              after a writer enter together once it leaves (each woken
+//              reader wakes the next).
+//     kUnfair  (default, Java's too) Barging: readers and writers take the
+//              lock whenever it is free enough for them, ahead of queued
+//              threads. A queued writer is woken by the next release and
+//              keeps its place at the head; once it has been awake without
+//              the lock for 1 ms (QueuedSynchronizer's kFairInterval), new
+//              readers stop barging and the readers inside drain. The bound
+//              on writer starvation is therefore 1 ms plus the longest read
+//              section already inside plus scheduling delay, not zero
+//              (tested: a writer gets in under a continuous read stream).
+//   This is Java's policy with one difference: Java's unfair lock refuses
+//   new readers as soon as a writer heads the queue (its
+//   apparentlyFirstQueuedIsExclusive heuristic), ours lets readers barge
+//   for up to 1 ms more, which keeps the readers' throughput under bursts
+//   of writers and bounds the writer's wait all the same.
+// - Timeouts: the try_*_for / try_*_until variants measure on
+//   std::chrono::steady_clock; zero, negative or past is one try; a false
+//   return comes no earlier than the deadline.
+//
+// Interfaces. lock() / try_lock() / try_lock_for / try_lock_until / unlock()
+// are the write lock and lock_shared() / try_lock_shared() /
+// try_lock_shared_for / try_lock_shared_until / unlock_shared() the read
+// lock, std::shared_timed_mutex's names, so std::unique_lock,
+// std::shared_lock and std::scoped_lock work. read_lock() / write_lock()
+// and friends are the same calls under Java's names.
+//
+// Conditions. `ReentrantReadWriteLock::Condition c = rw.new_condition();` is
+// a Condition on the write lock with exactly ReentrantLock::Condition's
+// contract (await releases every write hold and restores them, FIFO signal,
+// no spurious wake-up, timed variants). One addition: await by a writer
+// that also holds read locks throws resource_deadlock_would_occur, because
+// re-taking the write lock after the wait would wait for its own reads
+// (Java's readers cannot have Conditions at all; its writer that also reads
+// and awaits loses its reads' accounting).
+//
+// Thread identity. As for ReentrantLock: holds belong to the OS thread; a
+// task that moves between threads while holding either lock breaks the
+// lock's bookkeeping (fibers/ has locks that name a fiber instead).
+//
+// How it works, and why on the QueuedSynchronizer
+// -----------------------------------------------
+// The lock is a QueuedSynchronizer with kAllPermits (INT32_MAX) permits: a
+// reading thread takes 1, the writer takes all of them. So the
+// synchronizer's shared mode already is a read-write lock: "readers share"
+// is permits >= 1, "a writer excludes everyone" is permits == all, and the
+// synchronizer's rules give the rest for free:
+//   - fair mode's "nobody takes permits while someone is queued" is exactly
+//     "a queued writer stops new readers" (writer preference with FIFO);
+//   - "a large request at the head blocks smaller ones behind it" is
+//     exactly "readers queued behind a writer wait for it";
+//   - unfair mode's starvation flag (the head awake 1 ms stops barging) is
+//     the bound on writer starvation;
+//   - a release of all permits serves every reader queued behind (the
+//     designated successor hands the designation on while permits remain,
+//     AQS's propagate);
+//   - parking, timeouts, FIFO, the one-awake-successor rule, statistics.
+// The alternative, a reader count and a writer bit in a word of our own
+// parked directly on the ParkingLot (as the synchronizer itself is built),
+// would re-write all of that, and its lost-wake-up argument, for one more
+// state machine; extending the synchronizer with a separate shared mode
+// (AQS's acquireShared) would add a second protocol to its word. The price
+// of the reuse: a reading thread is one permit, so at most INT32_MAX
+// threads read at once (Java's limit is 65,535), and a reader's acquire is
+// a compare-exchange on the same line every reader touches (the contended
+// reader count every non-distributed read-write lock has; see the benches).
+//
+// What this class adds on top is the bookkeeping Java keeps in ThreadLocal
+// HoldCounters:
+//   owner, write holds  the writer's id and hold count, in the
+//                       synchronizer's owner slot (ReentrantLock's layout);
+//   read holds          per thread, per lock: a thread-local list of
+//                       (lock, count) pairs (reentrant_read_write_lock.cpp);
+//                       an entry exists only while the count is > 0.
+// Only a thread's *first* read hold takes a permit and only its last gives
+// it back, so a reentrant read is thread-local work: it touches no shared
+// line and cannot queue behind a writer. A writer's first read hold takes
+// no permit either: the writer has all of them, and when its last write
+// hold goes it gives back all but one (the downgrade). A read_unlock that
+// ends a writer's reads gives nothing back, for the same reason.
+//
+// What it costs
+// -------------
+// Uncontended write lock/unlock: ReentrantLock's (one compare-exchange
+// each, two plain stores of the owner slot), plus one look-up of the
+// thread's read holds at the last write_unlock() (did it downgrade?) and on
+// the contended lock path (the upgrade check).
+// Read lock/unlock: a look-up in the thread's read-hold list (a call, a
+// thread-local access and a scan of the locks this thread is reading, one
+// entry in the usual case), plus, for the first hold, one compare-exchange
+// on the synchronizer's word (the last unlock: one more). Memory: a
+// QueuedSynchronizer (~1.2 KiB with statistics) per lock, 16 bytes per
+// (thread, lock) pair being read; a Condition is three words.
+//
+// Memory orders
+// -------------
+// - Between critical sections: the synchronizer's acquire/release
+//   compare-exchanges (a reader's release continues to the next writer's
+//   acquire; the writer's release of all permits to every later reader).
+// - owner is relaxed, with ReentrantLock's argument: the only question asked
+//   of it is "is it me?", which read-after-write coherence answers exactly.
+// - write holds and the thread-local read holds are plain integers: the
+//   first is touched only by the owner (ordered between owners by the
+//   permits), the second only by its own thread.
+// - Condition node words: release store by the signaller, acquire load by
+//   the awaiter (ReentrantLock's).
+//
+// What is invalid (undefined, not checked): destroying the lock while a
+// thread holds or waits for it (a thread's leftover read-hold entry would
+// also alias a new lock at the same address); a thread that exits while
+// holding either lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "primitives/deadline.hpp"
+#include "primitives/lock_stats.hpp"
+#include "primitives/queued_synchronizer.hpp"
+
+namespace locklab {
+
+class ReentrantReadWriteLock {
+ public:
+  class Condition;
+
+  // The writer's share of the synchronizer's permits; a reading thread
+  // holds one.
+  static constexpr std::int64_t kAllPermits = QueuedSynchronizer::kMaxPermits;
+
+  // Post: free. Fairness::kUnfair is Java's default.
+  explicit ReentrantReadWriteLock(Fairness fairness = Fairness::kUnfair, SpinPolicy policy = SpinPolicy::adaptive())
+      : sync_(kAllPermits, fairness, policy) {}
+  // Pre: nobody holds or waits for the lock.
+  ~ReentrantReadWriteLock() = default;
+  ReentrantReadWriteLock(const ReentrantReadWriteLock&) = delete;
+  ReentrantReadWriteLock& operator=(const ReentrantReadWriteLock&) = delete;
+
+  // ---- the write lock -------------------------------------------------
+
+  // Takes the write lock, waiting as long as it takes; a writer re-entering
+  // adds a hold. Throws std::system_error(resource_deadlock_would_occur),
+  // changing nothing, if this thread holds a read lock and not the write
+  // lock (an upgrade).
+  void lock() {
+    if (sync_.try_acquire(kAllPermits)) return become_owner(std::this_thread::get_id());
+    const std::thread::id self = std::this_thread::get_id();
+    if (reenter_write(self)) return;
+    sync_.acquire(kAllPermits);
+    become_owner(self);
+  }
+
+  // The write lock if it can be had now (fair: and nobody is queued), or a
+  // re-entry; never waits. Throws like lock() on an upgrade.
+  bool try_lock() {
+    if (sync_.try_acquire(kAllPermits)) {
+      become_owner(std::this_thread::get_id());
+      return true;
+    }
+    return reenter_write(std::this_thread::get_id());
+  }
+
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    if (timeout <= timeout.zero()) return try_lock();
+    return write_lock_until(detail::steady_deadline_after(timeout));
+  }
+
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return write_lock_until(detail::to_steady_deadline(deadline));
+  }
+
+  // Drops one write hold; the last one frees the write lock (this thread
+  // keeps whatever read holds it has). Throws
+  // std::system_error(operation_not_permitted), changing nothing, if this
+  // thread does not hold the write lock.
+  void unlock() {
+    if (owner().load(std::memory_order_relaxed) != std::this_thread::get_id()) throw_not_held("write_unlock");
+    if (--holds() != 0) return;
+    owner().store(std::thread::id(), std::memory_order_relaxed);
+    // A downgraded writer keeps one permit as its read (see the essay).
+    sync_.release(read_hold_count() > 0 ? kAllPermits - 1 : kAllPermits);
+  }
+
+  // ---- the read lock --------------------------------------------------
+
+  // Takes a read hold: waits only for this thread's first hold, and only
+  // while a writer (another thread) holds the lock or, in fair mode, any
+  // thread is queued; unfair: also while a starving writer is being served.
+  void lock_shared();
+  // A read hold if it can be had now; never waits.
+  bool try_lock_shared();
+
+  template <class Rep, class Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
+    if (timeout <= timeout.zero()) return try_lock_shared();
+    return read_lock_until(detail::steady_deadline_after(timeout));
+  }
+
+  template <class Clock, class Duration>
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return read_lock_until(detail::to_steady_deadline(deadline));
+  }
+
+  // Drops one read hold; the thread's last one gives its permit back.
+  // Throws std::system_error(operation_not_permitted), changing nothing, if
+  // this thread holds no read lock.
+  void unlock_shared();
+
+  // Java's names for the same calls.
+  void write_lock() { lock(); }
+  bool try_write_lock() { return try_lock(); }
+  void write_unlock() { unlock(); }
+  void read_lock() { lock_shared(); }
+  bool try_read_lock() { return try_lock_shared(); }
+  void read_unlock() { unlock_shared(); }
+
+  // ---- queries (snapshots, for monitoring and tests) -------------------
+
+  // This thread's holds (Java getReadHoldCount / getWriteHoldCount).
+  std::int64_t read_hold_count() const noexcept;
+  std::int64_t write_hold_count() const noexcept { return is_write_locked_by_current_thread() ? holds() : 0; }
+  // Exact for the calling thread (the owner argument of the essay).
+  bool is_write_locked_by_current_thread() const noexcept {
+    return owner().load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  // Whether some thread holds the write lock.
+  bool is_write_locked() const noexcept { return owner().load(std::memory_order_relaxed) != std::thread::id(); }
+  // Threads holding a read lock now (each counted once, however many holds
+  // it has; a downgrading writer is counted once it has let the write go).
+  std::int64_t reading_threads() const noexcept {
+    return is_write_locked() ? 0 : kAllPermits - sync_.available();
+  }
+  bool is_fair() const noexcept { return sync_.is_fair(); }
+  bool has_queued_threads() const noexcept { return sync_.queue_length() != 0; }
+  std::int64_t queue_length() const noexcept { return sync_.queue_length(); }
+  // Slow-path statistics of the lock's queue; uncontended paths record
+  // nothing.
+  LockStatsSnapshot stats() const noexcept { return sync_.stats(); }
+
+  // A condition variable on the write lock.
+  Condition new_condition();
+
+ private:
+  void become_owner(std::thread::id self) noexcept {
+    owner().store(self, std::memory_order_relaxed);
+    holds() = 1;
+  }
+  // The write lock's slow checks: re-entry (true: one more hold), upgrade
+  // (throws), else false (the caller waits).
+  bool reenter_write(std::thread::id self) {
+    if (owner().load(std::memory_order_relaxed) == self) {
+      ++holds();
+      return true;
+    }
+    if (read_hold_count() > 0) throw_upgrade();
+    return false;
+  }
+  bool write_lock_until(std::chrono::steady_clock::time_point deadline);
+  bool read_lock_until(std::chrono::steady_clock::time_point deadline);
+
+  [[noreturn]] static void throw_not_held(const char* what);
+  [[noreturn]] static void throw_upgrade();
+
+  QueuedSynchronizer sync_;  // kAllPermits = free, 0 = written
+  std::atomic<std::thread::id>& owner() noexcept { return sync_.owner_slot(); }
+  const std::atomic<std::thread::id>& owner() const noexcept { return sync_.owner_slot(); }
+  std::int64_t& holds() noexcept { return sync_.hold_count_slot(); }
+  std::int64_t holds() const noexcept { return sync_.hold_count_slot(); }
+};
+
+// ReentrantLock::Condition's contract, on the write lock (see the essay).
+class ReentrantReadWriteLock::Condition {
+ public:
+  explicit Condition(ReentrantReadWriteLock& lock) noexcept : lock_(lock) {}
+  // Pre: no thread awaits on this condition.
+  ~Condition();
+  Condition(const Condition&) = delete;
+  Condition& operator=(const Condition&) = delete;
+
+  // Pre: the caller holds the write lock (else std::system_error,
+  // operation_not_permitted) and no read lock (else std::system_error,
+  // resource_deadlock_would_occur); nothing changes on either error.
+  // Releases the write lock fully, waits for a signal, re-acquires it with
+  // the same hold count.
+  void await() { (void)await_until_steady(std::chrono::steady_clock::time_point::max()); }
+
+  // As await(), giving up at now + timeout; true if signalled. A zero or
+  // negative timeout returns false at once, lock untouched (after the
+  // checks).
+  template <class Rep, class Period>
+  bool await_for(const std::chrono::duration<Rep, Period>& timeout) {
+    if (timeout <= timeout.zero()) return expired_now();
+    return await_until_steady(detail::steady_deadline_after(timeout));
+  }
+
+  template <class Clock, class Duration>
+  bool await_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return await_until_steady(detail::to_steady_deadline(deadline));
+  }
+
+  // Pre: the caller holds the write lock (else std::system_error). FIFO.
+  void signal();
+  void signal_all();
+  bool has_waiters() const;
+  std::int64_t wait_queue_length() const;
+
+ private:
+  struct Waiter;
+
+  bool await_until_steady(std::chrono::steady_clock::time_point deadline);
+  bool expired_now() const;
+  void check_held(const char* what) const;
+  Waiter* pop_locked() noexcept;
+
+  ReentrantReadWriteLock& lock_;
+  // Guarded by the write lock.
+  Waiter* head_ = nullptr;
+  Waiter* tail_ = nullptr;
+  std::int64_t length_ = 0;
+};
+
+inline ReentrantReadWriteLock::Condition ReentrantReadWriteLock::new_condition() { return Condition(*this); }
+
+}  // namespace locklab
