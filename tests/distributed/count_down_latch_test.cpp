@@ -14,9 +14,9 @@
 namespace locklab::redis::testing {
 namespace {
 
-using CountDownLatchTest = RedisTest;
+using RedisCountDownLatchTest = RedisTest;
 
-TEST_F(CountDownLatchTest, TheLastCountDownOpensEveryWaiterExactlyOnce) {
+TEST_F(RedisCountDownLatchTest, TheLastCountDownOpensEveryWaiterExactlyOnce) {
   CountDownLatch latch(client(), key());
   CountDownLatch other(client(), key());  // a second object on the same name: woken by the relay
   ASSERT_TRUE(latch.try_set_count(3));
@@ -51,7 +51,7 @@ TEST_F(CountDownLatchTest, TheLastCountDownOpensEveryWaiterExactlyOnce) {
   EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
 }
 
-TEST_F(CountDownLatchTest, AnAwaitTimesOutOnAClosedLatchAndChangesNothing) {
+TEST_F(RedisCountDownLatchTest, AnAwaitTimesOutOnAClosedLatchAndChangesNothing) {
   CountDownLatch latch(client(), key());
   ASSERT_TRUE(latch.try_set_count(1));
   EXPECT_FALSE(latch.await_for(100ms));
@@ -61,7 +61,7 @@ TEST_F(CountDownLatchTest, AnAwaitTimesOutOnAClosedLatchAndChangesNothing) {
   EXPECT_TRUE(latch.await_for(0ms));
 }
 
-TEST_F(CountDownLatchTest, TrySetCountSucceedsOnlyOnAnOpenLatch) {
+TEST_F(RedisCountDownLatchTest, TrySetCountSucceedsOnlyOnAnOpenLatch) {
   CountDownLatch latch(client(), key());
   EXPECT_EQ(latch.get_count(), 0);
   EXPECT_TRUE(latch.try_set_count(0)) << "an open latch is at zero";
@@ -75,7 +75,7 @@ TEST_F(CountDownLatchTest, TrySetCountSucceedsOnlyOnAnOpenLatch) {
   EXPECT_EQ(latch.get_count(), 1);
 }
 
-TEST_F(CountDownLatchTest, ANegativeCountOrTimeoutIsInvalidArgumentAndSendsNothing) {
+TEST_F(RedisCountDownLatchTest, ANegativeCountOrTimeoutIsInvalidArgumentAndSendsNothing) {
   CountDownLatch latch(client(), key());
   const auto before = client().round_trips();
   EXPECT_THROW((void)latch.try_set_count(-1), std::invalid_argument);
@@ -85,7 +85,7 @@ TEST_F(CountDownLatchTest, ANegativeCountOrTimeoutIsInvalidArgumentAndSendsNothi
   EXPECT_EQ(client().command({"EXISTS", key()}).as_integer(), 0);
 }
 
-TEST_F(CountDownLatchTest, AForeignValueIsATypedErrorAndIsLeftAlone) {
+TEST_F(RedisCountDownLatchTest, AForeignValueIsATypedErrorAndIsLeftAlone) {
   client().command({"SET", key(), "not-a-number"});
   CountDownLatch latch(client(), key());
   expect_error([&] { (void)latch.count_down(); }, Error::Kind::kServer, {"integer"});
