@@ -71,6 +71,24 @@ TEST(ClusterOptionsTest, ParsesTheClusterSchemeAndRefusesWhatACannotHave) {
   EXPECT_THROW(Client c(db2), std::invalid_argument);
 }
 
+// A seed that is not there, and a seed that is no cluster node: the
+// constructor's typed errors, each naming the server.
+TEST(ClusterSeedTest, ASeedDownIsConnectAndAStandaloneServerIsTheServersRefusal) {
+  Client::Options down;
+  down.port = LocalCluster::free_port();  // nothing listens there
+  down.cluster = true;
+  down.connect_timeout = 500ms;
+  expect_error([&] { Client c(down); }, Error::Kind::kConnect, {down.endpoint()});
+  EmbeddedServer standalone;
+  Client::Options o = standalone.client_options();
+  o.cluster = true;
+  expect_error([&] { Client c(o); }, Error::Kind::kServer, {o.endpoint(), "cluster support disabled"});
+  // lazy_connect: nothing sent until the first command, which fails the same way.
+  o.lazy_connect = true;
+  Client lazy(o);
+  expect_error([&] { lazy.command({"GET", "k"}); }, Error::Kind::kServer, {"cluster support disabled"});
+}
+
 TEST(ClusterKeysTest, TheFirstKeyOfEachCommandShape) {
   using R = detail::ClusterRouter;
   using V = std::vector<std::string_view>;
