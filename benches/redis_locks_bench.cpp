@@ -18,7 +18,9 @@
 //   redis_locks/PubSubLock/waiters:64/hold_us:1000/keys:64/masters:<M>
 //       Redis Cluster scaling (measure_cluster below): 64 waiters, each on a
 //       lock name of its own, spread over a local cluster of M = 1 or 3
-//       masters; any mode, ~2 s to start the clusters once per run
+//       masters; any mode, ~2 s to start the clusters once per run (always
+//       local clusters of its own, whatever LOCKLAB_REDIS_URL says; a
+//       redis+cluster:// URL there runs the other points on that cluster)
 // Besides them, PubSubLock's watchdog and try_lock_async points (one holder
 // or caller each, no hold_us in the name, ~7 s in all, any mode):
 // redis_locks_watchdog.hpp.

@@ -77,7 +77,7 @@ bool ClusterRouter::keyless_command(std::string_view name) {
       "EXEC",     "DISCARD",  "READONLY",   "READWRITE", "AUTH",     "SELECT",   "HELLO",        "COMMAND",
       "LATENCY",  "SLOWLOG",  "SAVE",       "BGSAVE",   "LASTSAVE",  "ROLE",     "RANDOMKEY",    "KEYS",
       "SCAN",     "FUNCTION", "SUBSCRIBE",  "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE", "PUBSUB", "QUIT",
-      "RESET",    "SHUTDOWN", "MONITOR",    "SWAPDB",   "LOLWUT",    "MEMORY"};
+      "RESET",    "SHUTDOWN", "MONITOR",    "SWAPDB",   "LOLWUT"};
   const std::string u = upper(name);
   return std::any_of(std::begin(kKeyless), std::end(kKeyless), [&](const char* k) { return u == k; });
 }
@@ -100,8 +100,8 @@ std::vector<std::string_view> ClusterRouter::keys_of(const std::vector<std::stri
   } else if (name == "MGET" || name == "DEL" || name == "UNLINK" || name == "EXISTS" || name == "TOUCH" ||
              name == "WATCH" || name == "SINTER" || name == "SUNION" || name == "SDIFF" || name == "PFCOUNT") {
     keys.assign(args.begin() + 1, args.end());
-  } else if (name == "OBJECT" || name == "XINFO") {
-    if (args.size() > 2) keys.push_back(args[2]);  // OBJECT ENCODING <key>
+  } else if (name == "OBJECT" || name == "XINFO" || name == "MEMORY") {
+    if (args.size() > 2) keys.push_back(args[2]);  // OBJECT ENCODING <key>, MEMORY USAGE <key>
   } else {
     keys.push_back(args[1]);
   }
@@ -358,11 +358,30 @@ std::vector<Reply> ClusterRouter::pipeline(const std::vector<std::vector<std::st
     for (auto& r : replies) r.set_origin(target->origin);
     return replies;
   }
-  // One sub-pipeline per node, in the order nodes first appear.
+  // One sub-pipeline per node, in the order nodes first appear. A keyless
+  // command goes with the keyed command before it (the first keyed one if
+  // none): WAIT after a write must reach that write's master, on that
+  // connection, and a pipeline of keyless commands goes to the seed.
+  std::vector<Node*> target(views.size(), nullptr);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    if (!keys_of(views[i]).empty()) target[i] = &node_of(views[i]);
+  }
+  Node* previous = nullptr;
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    if (target[i] != nullptr) {
+      previous = target[i];
+    } else if (previous != nullptr) {
+      target[i] = previous;
+    } else {
+      const auto next = std::find_if(target.begin() + static_cast<std::ptrdiff_t>(i), target.end(),
+                                     [](Node* n) { return n != nullptr; });
+      target[i] = next != target.end() ? *next : &seed();
+    }
+  }
   std::vector<Node*> order;
   std::vector<std::vector<std::size_t>> members;
   for (std::size_t i = 0; i < views.size(); ++i) {
-    Node* n = &node_of(views[i]);
+    Node* n = target[i];
     auto it = std::find(order.begin(), order.end(), n);
     if (it == order.end()) {
       order.push_back(n);

@@ -28,7 +28,9 @@
 //   done once per node (each node has its own script cache) and again on
 //   NOSCRIPT, as the standalone Client does.
 // - Pipelines: split by node, one round trip per node involved, replies
-//   put back in the caller's order; a command answered MOVED/ASK/TRYAGAIN
+//   put back in the caller's order (a keyless command, e.g. WAIT, goes
+//   with the keyed command before it, on the same connection); a command
+//   answered MOVED/ASK/TRYAGAIN
 //   inside a pipeline is resent alone through the routed path. A pipeline
 //   that contains MULTI goes whole to its first key's node (a transaction
 //   cannot span nodes) and its replies come back as the server gave them.

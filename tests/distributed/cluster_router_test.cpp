@@ -256,6 +256,13 @@ TEST_F(ClusterRouterTest, APipelineIsSplitByMasterAndAnsweredInOrder) {
     EXPECT_EQ(admins()[static_cast<std::size_t>(i % 3)]->command({"GET", commands[static_cast<std::size_t>(i)][1]}).as_string(),
               i == 0 ? "1" : std::to_string(i));
   }
+  // A keyless command travels with the keyed one before it: WAIT after a
+  // write reaches the write's master (master 2 here, not the seed), in the
+  // same round trip.
+  const auto before_wait = client().round_trips();
+  const auto waited = client().pipeline({{"SET", key_on(cluster(), 2, "w:"), "1"}, {"WAIT", "0", "0"}});
+  EXPECT_EQ(client().round_trips() - before_wait, 1u) << "WAIT went to another master than its write";
+  EXPECT_EQ(waited[1].as_integer(), 0);  // no replicas in this cluster
   // A transaction goes whole to its first key's master.
   const std::string t = key_on(cluster(), 2, "tx:");
   const auto tx = client().pipeline({{"MULTI"}, {"SET", t, "a"}, {"GET", t}, {"EXEC"}});
