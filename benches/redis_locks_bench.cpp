@@ -881,11 +881,16 @@ ContentionResult measure_uncontended(const Workload& w, const LockImpl& impl, st
 // What limits the raw rate, and so what the point reports besides it
 // ------------------------------------------------------------------
 // With 1 ms holds and 1 ms thinks a waiter can take at most ~470 locks/s,
-// so 64 waiters offer at most ~30,000 acquisitions/s, ~60,000 commands/s:
-// about one Redis core's worth. On a machine with fewer cores than
-// masters + client (the lab's has 2), every master and every client thread
-// share the same 2 cores, and the acquisitions/s measure the machine, not
-// the masters: going from 1 to 3 masters cannot make 2 cores do more work.
+// so 64 waiters offer at most ~30,000 acquisitions/s (2 round trips each).
+// A PubSubLock acquisition + release costs one master 25-30 us of CPU
+// (measured here: server_cpu_us_per_acquire on 1 master), so one master
+// would be ~80% busy at that rate, and in the lab's runs it was 26-37% busy:
+// the single master is not the bottleneck at 64 keys. What is: the client,
+// whose 64 threads need CPU for each of their ~60,000 round trips a second,
+// on a machine with fewer cores than masters + client (the lab's has 2).
+// Every master and every client thread share the same 2 cores, so the
+// acquisitions/s measure the machine, not the masters: going from 1 to 3
+// masters cannot make 2 cores do more work.
 // So the point also measures each master's share, from its own INFO
 // (commandstats, used_cpu_user + used_cpu_sys) before and after the run:
 //   busiest_master_cmd_share    commands of the busiest master / all
