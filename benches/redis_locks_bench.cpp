@@ -15,6 +15,12 @@
 //   redis_locks/<Impl>/waiters:1/hold_us:<h>/handoff:1          unlock -> next owner
 //   redis_locks/<Impl>/waiters:1/hold_us:0/idle_ms:<i>           one thread's lock() +
 //       unlock() pair, back to back (idle_ms:0, "warm") or after 10 ms idle
+//   redis_locks/PubSubLock/waiters:64/hold_us:1000/keys:64/masters:<M>
+//       Redis Cluster scaling (measure_cluster below): 64 waiters, each on a
+//       lock name of its own, spread over a local cluster of M = 1 or 3
+//       masters; any mode, ~2 s to start the clusters once per run (always
+//       local clusters of its own, whatever LOCKLAB_REDIS_URL says; a
+//       redis+cluster:// URL there runs the other points on that cluster)
 // Besides them, PubSubLock's watchdog and try_lock_async points (one holder
 // or caller each, no hold_us in the name, ~7 s in all, any mode):
 // redis_locks_watchdog.hpp.
@@ -142,6 +148,8 @@
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/guarded_lock.hpp"
+#include "distributed/key_slot.hpp"
+#include "distributed/local_cluster.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/spin_lock.hpp"
 #include "distributed/subscriber.hpp"
@@ -859,6 +867,139 @@ ContentionResult measure_uncontended(const Workload& w, const LockImpl& impl, st
   return result;
 }
 
+// ------------------------------------------------------ Redis Cluster scaling
+//
+// What a cluster buys a lock service: each master serves the slots it owns,
+// so independent locks spread over M masters load each master with ~1/M of
+// the commands, and the capacity the servers can give grows ~M-fold. The
+// point runs `waiters` threads of this process, each looping lock / 1 ms
+// hold / unlock / 1 ms think on a lock name of its own (keys = waiters:
+// no contention at all), through one routing Client (Options::cluster) of a
+// local cluster of M masters (LocalCluster: 1 or 3). Same client, same
+// routing code on both: only the number of masters differs.
+//
+// What limits the raw rate, and so what the point reports besides it
+// ------------------------------------------------------------------
+// With 1 ms holds and 1 ms thinks a waiter can take at most ~470 locks/s,
+// so 64 waiters offer at most ~30,000 acquisitions/s (2 round trips each).
+// A PubSubLock acquisition + release costs one master 25-30 us of CPU
+// (measured here: server_cpu_us_per_acquire on 1 master), so one master
+// would be ~80% busy at that rate, and in the lab's runs it was 26-37% busy:
+// the single master is not the bottleneck at 64 keys. What is: the client,
+// whose 64 threads need CPU for each of their ~60,000 round trips a second,
+// on a machine with fewer cores than masters + client (the lab's has 2).
+// Every master and every client thread share the same 2 cores, so the
+// acquisitions/s measure the machine, not the masters: going from 1 to 3
+// masters cannot make 2 cores do more work.
+// So the point also measures each master's share, from its own INFO
+// (commandstats, used_cpu_user + used_cpu_sys) before and after the run:
+//   busiest_master_cmd_share    commands of the busiest master / all
+//                               commands (1.0 on one master; ~0.33 when 3
+//                               masters share the load evenly)
+//   busiest_master_cpu_us_per_acquire   that master's CPU per acquisition
+//   server_capacity_per_s       acquisitions / the busiest master's CPU
+//                               seconds: the rate at which the busiest
+//                               master would be 100% busy, i.e. what the
+//                               cluster could serve with a core per master
+//                               and clients that are not the bottleneck
+// The 3-master / 1-master ratio of server_capacity_per_s is the scaling the
+// masters give (goal >= 2.5x); the ratio of items_per_second is what this
+// machine shows, and on 2 cores it stays near 1.
+struct ClusterBench {
+  std::unique_ptr<redis::LocalCluster> cluster;
+  std::vector<std::unique_ptr<Client>> probes;  // INFO of each master, standalone
+};
+
+// The 1- and 3-master clusters, started together on first use (from main's
+// thread): their ~2 s start-up waits overlap.
+ClusterBench& cluster_bench(int masters) {
+  static std::vector<ClusterBench> benches = [] {
+    std::vector<ClusterBench> b(2);
+    b[0].cluster = std::make_unique<redis::LocalCluster>(1, std::chrono::seconds(20), false);
+    b[1].cluster = std::make_unique<redis::LocalCluster>(3, std::chrono::seconds(20), false);
+    for (auto& x : b) {
+      x.cluster->wait_until_ok(std::chrono::seconds(20));
+      for (int i = 0; i < x.cluster->size(); ++i) x.probes.push_back(std::make_unique<Client>(x.cluster->client_options(i)));
+    }
+    return b;
+  }();
+  if (masters != 1 && masters != 3) throw std::invalid_argument("cluster points: 1 or 3 masters");
+  return benches[masters == 1 ? 0 : 1];
+}
+
+ContentionResult measure_cluster(const Workload& w, const LockImpl& impl, int masters) {
+  ClusterBench& b = cluster_bench(masters);
+  Client::Options o = b.cluster->cluster_options();
+  size_client(o);
+  Client client(o);
+  std::vector<std::unique_ptr<AnyLock>> locks;
+  const std::string base = fresh_name(impl.name);
+  for (int i = 0; i < w.waiters; ++i) {
+    locks.push_back(impl.make(client, base + ":key" + std::to_string(i)));
+    locks.back()->lock();  // warm-up outside the window: SCRIPT LOAD on each master, connections
+    locks.back()->unlock();
+  }
+  auto snapshot = [&] {
+    std::vector<std::pair<double, double>> per_master;
+    for (auto& p : b.probes) per_master.push_back(server_counters(*p));
+    return per_master;
+  };
+  EventSource events = [&] {
+    double calls = 0, cpu = 0;
+    for (const auto& [c, u] : snapshot()) {
+      calls += c;
+      cpu += u;
+    }
+    return EventCounts{{"round_trips", static_cast<double>(client.round_trips())},
+                       {"redis_cmds", calls},
+                       {"server_cpu_us", cpu * 1e6}};
+  };
+  std::vector<std::vector<double>> waits(static_cast<std::size_t>(w.waiters));
+  Troubles troubles;
+  const auto before = snapshot();
+  ContentionResult result = run_contention(
+      w, [&](int i) { one_acquisition(*locks[static_cast<std::size_t>(i)], waits[static_cast<std::size_t>(i)], troubles); },
+      events);
+  const auto after = snapshot();
+  troubles.rethrow();
+  result.per_unit = "acquire";
+  result.event_deltas.emplace_back("lost_leases", static_cast<double>(troubles.lost.load()));
+  // Each master's share (the probes' own INFO calls are subtracted by
+  // server_counters; the events' snapshots inside the window are 4 INFO
+  // calls per master, negligible next to ~10^4 lock commands).
+  double all_cmds = 0, top_cmds = 0, top_cpu = 0;
+  for (std::size_t m = 0; m < after.size(); ++m) {
+    const double cmds = after[m].first - before[m].first;
+    const double cpu = after[m].second - before[m].second;
+    all_cmds += cmds;
+    if (cmds > top_cmds) top_cmds = cmds;
+    if (cpu > top_cpu) top_cpu = cpu;
+  }
+  double acquisitions = 0;
+  for (auto n : result.ops_per_waiter) acquisitions += static_cast<double>(n);
+  result.extra.emplace_back("masters", static_cast<double>(masters));
+  result.extra.emplace_back("busiest_master_cmd_share", all_cmds > 0 ? top_cmds / all_cmds : 0.0);
+  result.extra.emplace_back("busiest_master_cpu_us_per_acquire", acquisitions > 0 ? top_cpu * 1e6 / acquisitions : 0.0);
+  result.extra.emplace_back("server_capacity_per_s", top_cpu > 0 ? acquisitions / top_cpu : 0.0);
+  std::vector<double> all;
+  for (auto& v : waits) all.insert(all.end(), v.begin(), v.end());
+  add_latencies(result, std::move(all));
+  return result;
+}
+
+// 64 waiters on 64 keys: the goal's setting, in every mode (two points of
+// 200 ms quick, 1 s full, plus the clusters' one ~2 s start).
+void register_cluster_points(const SuiteOptions& o) {
+  constexpr int kKeys = 64;
+  const LockImpl* li = &find_impl("PubSubLock");
+  for (const int masters : {1, 3}) {
+    Workload w{.waiters = kKeys, .duration = o.duration};
+    register_point(point_name(o.suite, li->name, kKeys,
+                              {{"hold_us", static_cast<std::int64_t>(kHold.count())}, {"keys", kKeys}, {"masters", masters}}),
+                   w, [li, masters](const Workload& wl) { return measure_cluster(wl, *li, masters); });
+  }
+}
+
 // ------------------------------------------------------------- registration
 
 struct Split {
@@ -951,6 +1092,7 @@ int main(int argc, char** argv) {
           splits ? *splits : (o.mode == "full" ? std::vector<Split>{{1, 50}, {5, 10}, {50, 1}}
                                                : std::vector<Split>{{1, 16}, {4, 4}, {16, 1}});
       for (const auto& impl : lock_impls()) register_impl(o, impl, chosen);
+      register_cluster_points(o);
       register_watchdog_and_async_points(o, [] { return redis_instance().options; });
     });
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "distributed/cluster_router.hpp"
 #include "distributed/connection.hpp"
 #include "distributed/lease_renewer.hpp"
 #include "distributed/subscriber.hpp"
@@ -66,12 +67,18 @@ std::string Client::Options::redacted_url(std::string_view url) {
 
 Client::Options Client::Options::from_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
+  constexpr std::string_view kClusterScheme = "redis+cluster://";
   const std::string shown = redacted_url(url);  // never a user or password in a message
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    throw std::invalid_argument("redis URL '" + shown + "': must start with redis://");
-  }
   Options o;
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest;
+  if (url.substr(0, kScheme.size()) == kScheme) {
+    rest = url.substr(kScheme.size());
+  } else if (url.substr(0, kClusterScheme.size()) == kClusterScheme) {
+    rest = url.substr(kClusterScheme.size());
+    o.cluster = true;
+  } else {
+    throw std::invalid_argument("redis URL '" + shown + "': must start with redis:// or redis+cluster://");
+  }
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     std::string_view cred = rest.substr(0, at);
     rest = rest.substr(at + 1);
@@ -94,6 +101,9 @@ Client::Options Client::Options::from_url(std::string_view url) {
   }
   if (rest.empty()) throw std::invalid_argument("redis URL '" + shown + "': no host");
   if (o.port < 1 || o.port > 65535) throw std::invalid_argument("redis URL '" + shown + "': port out of range");
+  if (o.cluster && o.db != 0) {
+    throw std::invalid_argument("redis URL '" + shown + "': a Redis Cluster has database 0 only");
+  }
   o.host = std::string(rest);
   return o;
 }
@@ -114,6 +124,11 @@ Client::Client(Options options)
   }
   if (options_.max_connections == 0) throw std::invalid_argument("Client: max_connections must be at least 1");
   origin_ = std::make_shared<const std::string>(options_.endpoint());
+  if (options_.cluster) {
+    if (options_.db != 0) throw std::invalid_argument("Client: a Redis Cluster has database 0 only");
+    router_ = std::make_unique<detail::ClusterRouter>(options_);
+    return;
+  }
   if (options_.lazy_connect) return;
   auto first = detail::Connection::open(options_, 0);
   std::lock_guard g(pool_mu_);
@@ -187,8 +202,14 @@ void Client::abandon_inherited_renewer() {
 }
 
 std::size_t Client::open_connections() const {
+  if (router_) return router_->open_connections();
   std::lock_guard g(pool_mu_);
   return open_;
+}
+
+std::uint64_t Client::round_trips() const noexcept {
+  const std::uint64_t own = round_trips_.load(std::memory_order_relaxed);
+  return router_ ? own + router_->round_trips() : own;
 }
 
 std::unique_ptr<detail::Connection> Client::take() {
@@ -264,14 +285,17 @@ Reply checked(Reply r, const std::shared_ptr<const std::string>& endpoint) {
 }  // namespace
 
 Reply Client::command(std::initializer_list<std::string_view> args) {
+  if (router_) return router_->command(std::vector<std::string_view>(args), {});
   return checked(exchange(std::vector<std::string_view>(args), {}), origin_);
 }
 
 Reply Client::command(const std::vector<std::string>& args) {
+  if (router_) return router_->command(std::vector<std::string_view>(args.begin(), args.end()), {});
   return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), {}), origin_);
 }
 
 Reply Client::command_blocking(const std::vector<std::string>& args, std::chrono::milliseconds block) {
+  if (router_) return router_->command(std::vector<std::string_view>(args.begin(), args.end()), block);
   return checked(exchange(std::vector<std::string_view>(args.begin(), args.end()), block), origin_);
 }
 
@@ -280,6 +304,7 @@ std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>&
     if (command.empty()) throw std::invalid_argument("Client::pipeline: a command with no arguments");
   }
   if (commands.empty()) return {};
+  if (router_) return router_->pipeline(commands);
   std::unique_ptr<detail::Connection> c = take();
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Reply> replies;
@@ -314,6 +339,7 @@ Client::LoadedScript Client::sha_for(const Script& script, bool reload) {
 }
 
 Reply Client::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  if (router_) return router_->eval(script, keys, args);
   const std::string numkeys = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());

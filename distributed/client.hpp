@@ -90,6 +90,21 @@
 // system call per command and per id() / thread_owner() (well under a
 // microsecond, against a ~30 us round trip).
 //
+// Redis Cluster
+// -------------
+// With Options::cluster (or a redis+cluster://host:port URL, host:port any
+// master: the seed) the Client sends each command to the master that owns
+// its first key's hash slot, and follows MOVED (slot map refreshed) and ASK
+// (ASKING first), at most 5 redirects a command: cluster_router.hpp. The
+// interface does not change; what a cluster adds is two errors
+// (cluster_error.hpp: CrossSlot, TooManyRedirects), database 0 only, and
+// one pool per master (max_connections applies to each). Keyless commands
+// (PING, INFO, SCRIPT, PUBLISH ...) go to the seed. subscriber() connects
+// to the seed only: classic PUBLISH is broadcast over the cluster bus to
+// every node, so a release published by a script on any master reaches it.
+// Our locks derive all their keys from the lock name within one hash slot
+// (lock_keys.hpp), so every lock works on a cluster unchanged.
+//
 // When to use the environment: Client::Options::from_env() reads
 // LOCKLAB_REDIS_URL (redis://[user:password@]host:port[/db]) and takes the
 // password from LOCKLAB_REDIS_PASSWORD if set, so it need not appear on a
@@ -121,6 +136,7 @@ class LeaseRenewer;
 class Subscriber;
 namespace detail {
 class Connection;
+class ClusterRouter;
 }
 
 class Client {
@@ -140,11 +156,17 @@ class Client {
     // kConnect then, as every command does while the server is down). For
     // RedLock's nodes, where a node may be down when the lock is built.
     bool lazy_connect = false;
+    // true: host:port is a seed node of a Redis Cluster and commands are
+    // routed by key slot (see "Redis Cluster" above). db must be 0.
+    bool cluster = false;
 
     // "host:port", for messages.
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 
-    // Parses redis://[user:password@]host[:port][/db] (also "redis://:pw@h").
+    // Parses redis://[user:password@]host[:port][/db] (also "redis://:pw@h"),
+    // and redis+cluster://[user:password@]host[:port][/0] (cluster = true:
+    // host:port is the seed; a database other than 0 is refused, a cluster
+    // has no other).
     // Throws std::invalid_argument naming the problem for anything else
     // (another scheme, a bad port, a bad db number); the message shows the
     // URL redacted (redacted_url), since messages end up in logs.
@@ -171,6 +193,9 @@ class Client {
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+
+  // (With Options::cluster: also Error(kServer) if the seed is not a
+  // cluster node, and std::invalid_argument for a db other than 0.)
 
   // Sends one command, e.g. command({"SET", key, value, "NX", "PX", "100"}),
   // and returns its reply. Arguments are binary-safe. Throws Error: kServer
@@ -232,11 +257,14 @@ class Client {
   // Request/reply exchanges sent so far on pooled connections (every
   // command, SCRIPT LOAD included; not the pub/sub connection's, which
   // subscriber() counts). Monotonic; relaxed: a statistic.
-  std::uint64_t round_trips() const noexcept { return round_trips_.load(std::memory_order_relaxed); }
+  // On a cluster: summed over the masters' pools, redirects and slot map
+  // loads included.
+  std::uint64_t round_trips() const noexcept;
   // Connections open now (idle + borrowed).
   std::size_t open_connections() const;
 
  private:
+  friend class detail::ClusterRouter;  // a node's exchange() and sha_for()
   struct LoadedScript {
     std::string sha;
     std::shared_ptr<const std::string> origin;  // "host:port (script name)"
@@ -282,6 +310,9 @@ class Client {
   std::mutex renewer_mu_;
   std::unique_ptr<LeaseRenewer> lease_renewer_;
   pid_t renewer_pid_ = 0;  // the process lease_renewer_ was created in
+
+  // Options::cluster: every command goes through it (nullptr otherwise).
+  std::unique_ptr<detail::ClusterRouter> router_;
 };
 
 }  // namespace locklab::redis

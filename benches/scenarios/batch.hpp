@@ -65,12 +65,15 @@
 // node. Hash tags are the way out: if a key contains {...} with something
 // inside, only that part is hashed, so user:{1000}:name and
 // user:{1000}:email share a slot. Cluster-aware clients split a pipeline or
-// MGET by slot (node) and merge the answers; ours is not cluster-aware, so a
-// pipeline sent to one node gets MOVED for every key another node owns.
-// LocalCluster starts 3 masters on loopback (EmbeddedServer with
-// --cluster-enabled: ephemeral ports, own temp dirs, no persistence),
-// assigns slots with CLUSTER ADDSLOTSRANGE, joins them with CLUSTER MEET and
-// waits (bounded) for cluster_state:ok on every node.
+// MGET by slot (node) and merge the answers (ours does, with
+// Client::Options::cluster: cluster_router.hpp); the demo below uses a
+// plain client of one node, so its pipeline gets MOVED for every key
+// another node owns.
+// LocalCluster (distributed/local_cluster.hpp) starts 3 masters on
+// loopback (EmbeddedServer with --cluster-enabled: ephemeral ports, own
+// temp dirs, no persistence), assigns slots with CLUSTER ADDSLOTSRANGE,
+// joins them with CLUSTER MEET and waits (bounded) for cluster_state:ok on
+// every node.
 //
 // Slots are taken from the server (CLUSTER KEYSLOT, pipelined). key_slot()
 // below is a hand-written CRC16 kept for two reasons: the lock-key table
@@ -119,6 +122,7 @@
 #include "distributed/embedded_server.hpp"
 #include "distributed/error.hpp"
 #include "distributed/fencing.hpp"
+#include "distributed/local_cluster.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
 
@@ -505,125 +509,8 @@ inline std::vector<int> server_slots(Client& c, const std::vector<std::string>& 
   return slots;
 }
 
-// 3 (or n) cluster masters on 127.0.0.1, each an EmbeddedServer (free
-// port, own temp dir holding its nodes-<i>.conf, no persistence, killed if
-// this thread dies) with an explicit cluster bus port (the default, port +
-// 10000, can overflow 65535 for an ephemeral port). The constructor returns
-// with cluster_state:ok on every node (or, with wait = false, once slots
-// are assigned and the nodes asked to meet: call wait_until_ok() later, so
-// other work overlaps the 2 s a fresh master waits before it calls itself
-// writable), or throws std::runtime_error saying why; either way nothing is
-// left running (members are destroyed). Create it on a thread that
-// outlives it (EmbeddedServer's PR_SET_PDEATHSIG).
-class LocalCluster {
- public:
-  explicit LocalCluster(int masters = 3, std::chrono::milliseconds ready_within = 10s, bool wait = true) {
-    if (masters < 1 || masters > 16) throw std::invalid_argument("LocalCluster: 1..16 masters");
-    for (int i = 0; i < masters; ++i) start_node(i);
-    for (int i = 0; i < masters; ++i) {
-      Client c(client_options(i));
-      const auto [lo, hi] = slot_range(i, masters);
-      c.command({"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)});
-    }
-    Client first(client_options(0));
-    for (int i = 1; i < masters; ++i) {
-      first.command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(nodes_[i]->port()), std::to_string(bus_ports_[i])});
-    }
-    if (wait) wait_until_ok(ready_within);
-  }
-
-  // Bounded: cluster_state:ok, all nodes known and all slots served, on
-  // every node; else std::runtime_error quoting the last CLUSTER INFO.
-  void wait_until_ok(std::chrono::milliseconds ready_within) {
-    const int masters = size();
-    const auto deadline = Clock::now() + ready_within;
-    std::string last;
-    for (;;) {
-      bool ok = true;
-      for (int i = 0; i < masters && ok; ++i) {
-        Client c(client_options(i));
-        last = c.command({"CLUSTER", "INFO"}).as_string();
-        ok = last.find("cluster_state:ok") != std::string::npos &&
-             last.find("cluster_known_nodes:" + std::to_string(masters) + "\r") != std::string::npos &&
-             last.find("cluster_slots_ok:16384") != std::string::npos;
-      }
-      if (ok) break;
-      if (Clock::now() >= deadline) {
-        throw std::runtime_error("cluster not ok within " + std::to_string(ready_within.count()) +
-                                 " ms; last CLUSTER INFO:\n" + last);
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    ready_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
-  }
-
-  int size() const noexcept { return static_cast<int>(nodes_.size()); }
-  int port(int node) const { return nodes_.at(static_cast<std::size_t>(node))->port(); }
-  Client::Options client_options(int node) const {
-    Client::Options o = nodes_.at(static_cast<std::size_t>(node))->client_options();
-    o.connect_timeout = 1s;
-    o.command_timeout = 2s;
-    return o;
-  }
-  // The contiguous range given to node i of n (what redis-cli --cluster
-  // create would give).
-  static std::pair<int, int> slot_range(int node, int masters) {
-    const int lo = node * 16384 / masters;
-    const int hi = (node + 1) * 16384 / masters - 1;
-    return {lo, hi};
-  }
-  int node_for_slot(int slot) const {
-    for (int i = 0; i < size(); ++i) {
-      const auto [lo, hi] = slot_range(i, size());
-      if (slot >= lo && slot <= hi) return i;
-    }
-    throw std::out_of_range("slot outside 0..16383");
-  }
-  // From the first node's start to cluster_state:ok everywhere.
-  double ready_ms() const noexcept { return ready_ms_; }
-
-  static int free_port() {
-    // Any free loopback port: the kernel's choice, as EmbeddedServer's.
-    // Racy like every such probe; start_node retries with another. Public
-    // for tests that start a single cluster-enabled node.
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error("socket() failed");
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-    ::close(fd);
-    if (!ok) throw std::runtime_error("no free port on 127.0.0.1");
-    return ntohs(a.sin_port);
-  }
-
- private:
-  void start_node(int i) {
-    std::string why;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int bus = free_port();
-      redis::EmbeddedServer::Options o;
-      // Relative to the server's --dir, its own temporary directory.
-      o.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + std::to_string(i) + ".conf",
-                      "--cluster-port", std::to_string(bus), "--cluster-node-timeout", "5000"};
-      try {
-        nodes_.push_back(std::make_unique<redis::EmbeddedServer>(o));
-        bus_ports_.push_back(bus);
-        return;
-      } catch (const std::exception& e) {
-        why = e.what();  // the bus port was taken meanwhile, or cluster mode refused
-      }
-    }
-    throw std::runtime_error("cluster node " + std::to_string(i) + " did not start: " + why);
-  }
-
-  Clock::time_point started_ = Clock::now();
-  std::vector<std::unique_ptr<redis::EmbeddedServer>> nodes_;
-  std::vector<int> bus_ports_;
-  double ready_ms_ = 0;
-};
+// The 3-master cluster Part B runs on: distributed/local_cluster.hpp.
+using LocalCluster = redis::LocalCluster;
 
 // MGET on a cluster: untagged keys in different slots vs the same keys
 // hash-tagged, and a plain pipeline of Part A's keys sent to one node.

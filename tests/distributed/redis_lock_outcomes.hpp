@@ -40,6 +40,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/lock_support.hpp"
+#include "tests/distributed/redis_cluster_test_support.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
 namespace locklab::redis::testing {
@@ -54,13 +55,34 @@ struct RedisLockOutcomeTraits {
   }
 };
 
+// A suite's type parameter: a lock type L, run on the test's standalone
+// server (RedisTest), or OnCluster<L>, the same lock on a 3-master Redis
+// Cluster (RedisClusterTest, which has RedisTest's members). The bodies
+// name the lock as TestFixture::Lock.
 template <class L>
-class RedisLockOutcomes : public RedisTest {};
+struct OnCluster {};
+template <class P>
+struct OutcomeBackend {
+  using Lock = P;
+  using Fixture = RedisTest;
+};
+template <class L>
+struct OutcomeBackend<OnCluster<L>> {
+  using Lock = L;
+  using Fixture = RedisClusterTest;
+};
+
+template <class P>
+class RedisLockOutcomes : public OutcomeBackend<P>::Fixture {
+ public:
+  using Lock = typename OutcomeBackend<P>::Lock;
+};
 
 TYPED_TEST_SUITE_P(RedisLockOutcomes);
 
 TYPED_TEST_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockLostAndLeavesTheNewOwnersKey) {
-  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(50ms));
+  using Lock = typename TestFixture::Lock;
+  Lock lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(50ms));
   lock.lock();
   std::this_thread::sleep_for(120ms);  // the lease runs out under us
   std::string other;                   // someone else takes it meanwhile
@@ -90,7 +112,8 @@ TYPED_TEST_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockLostAndLeavesThe
 }
 
 TYPED_TEST_P(RedisLockOutcomes, UnlockByANonHolderIsOperationNotPermittedAndSendsNothing) {
-  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  using Lock = typename TestFixture::Lock;
+  Lock lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(10s));
   expect_not_permitted([&] { lock.unlock(); }, "unlock of a free lock returned normally");
   lock.lock();
   std::thread([&] {
@@ -103,7 +126,8 @@ TYPED_TEST_P(RedisLockOutcomes, UnlockByANonHolderIsOperationNotPermittedAndSend
 }
 
 TYPED_TEST_P(RedisLockOutcomes, RelockingByTheHolderIsResourceDeadlockWouldOccur) {
-  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  using Lock = typename TestFixture::Lock;
+  Lock lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(10s));
   lock.lock();
   try {
     (void)lock.try_lock_for(10ms);
@@ -118,17 +142,18 @@ TYPED_TEST_P(RedisLockOutcomes, RelockingByTheHolderIsResourceDeadlockWouldOccur
 // lock's own clock arithmetic cannot hold is a caller mistake, found before
 // anything is sent: std::invalid_argument, no key written.
 TYPED_TEST_P(RedisLockOutcomes, ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsNothing) {
+  using Lock = typename TestFixture::Lock;
   const auto before = this->client().round_trips();
   for (const std::chrono::milliseconds lease : {std::chrono::milliseconds(std::chrono::years(1000)),
                                                 std::chrono::milliseconds::max()}) {
-    EXPECT_THROW(TypeParam(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(lease)),
+    EXPECT_THROW(Lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(lease)),
                  std::invalid_argument)
         << lease.count() << " ms";
   }
   EXPECT_EQ(this->client().round_trips(), before);
   EXPECT_EQ(this->client().command({"EXISTS", this->key()}).as_integer(), 0);
   // The maximum itself is a lease like any other.
-  TypeParam longest(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(detail::kMaxDuration));
+  Lock longest(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(detail::kMaxDuration));
   longest.lock();
   EXPECT_GT(this->client().command({"PTTL", this->key()}).as_integer(), 0);
   longest.unlock();
@@ -139,8 +164,9 @@ TYPED_TEST_P(RedisLockOutcomes, ALeaseBeyondTheMaximumIsInvalidArgumentAndSendsN
 // any other: the waiter's wake-up time saturates instead of overflowing into
 // the past, which made it attempt back to back until its deadline.
 TYPED_TEST_P(RedisLockOutcomes, AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack) {
+  using Lock = typename TestFixture::Lock;
   this->client().command({"SET", this->key(), "another-owner", "PX", "10000000000000"});
-  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  Lock lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(10s));
   std::atomic<std::uint64_t> at_half{0};
   std::thread sampler([&] {
     std::this_thread::sleep_for(300ms);  // past any spin phase, parked (or polling) by now
@@ -158,9 +184,10 @@ TYPED_TEST_P(RedisLockOutcomes, AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRe
 // for a new ACL user): a release script whose wake-up PUBLISH is refused has
 // already deleted the key, so unlock() reports the lock released.
 TYPED_TEST_P(RedisLockOutcomes, UnlockByAUserWithoutChannelPermissionReleasesTheLock) {
-  UserWithoutChannels user(this->client(), this->options(), "nochannels");
+  using Lock = typename TestFixture::Lock;
+  UserWithoutChannels user(this->admins(), this->options(), "nochannels");
   Client as_user(user.options());
-  TypeParam lock(as_user, this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  Lock lock(as_user, this->key(), RedisLockOutcomeTraits<Lock>::leased(10s));
   lock.lock();
   EXPECT_NO_THROW(lock.unlock());
   EXPECT_FALSE(lock.is_held_by_current_thread());
@@ -176,8 +203,11 @@ REGISTER_TYPED_TEST_SUITE_P(RedisLockOutcomes, UnlockAfterTheLeaseExpiredIsLockL
                             AWaiterForAHolderWithAHugeLeaseSleepsInsteadOfRetryingBackToBack,
                             UnlockByAUserWithoutChannelPermissionReleasesTheLock);
 
-template <class L>
-class RedisLockFaultOutcomes : public RedisTest {};
+template <class P>
+class RedisLockFaultOutcomes : public OutcomeBackend<P>::Fixture {
+ public:
+  using Lock = typename OutcomeBackend<P>::Lock;
+};
 
 TYPED_TEST_SUITE_P(RedisLockFaultOutcomes);
 
@@ -185,10 +215,11 @@ TYPED_TEST_SUITE_P(RedisLockFaultOutcomes);
 // client with a short read timeout sends it while the server is busy (DEBUG
 // SLEEP from another connection), gives up, and the server runs it later.
 TYPED_TEST_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind) {
-  auto o = RedisLockOutcomeTraits<TypeParam>::leased(10s);
+  using Lock = typename TestFixture::Lock;
+  auto o = RedisLockOutcomeTraits<Lock>::leased(10s);
   o.fenced = true;  // the token counter shows whether the server ran the lost acquire
   Client client(this->impatient_options());
-  TypeParam lock(client, this->key(), o);
+  Lock lock(client, this->key(), o);
   lock.lock();
   lock.unlock();  // loads the scripts: the command lost below is the acquire itself
   ASSERT_TRUE(this->lose_the_reply([&] { lock.lock(); }));
@@ -212,13 +243,17 @@ TYPED_TEST_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehin
 
 REGISTER_TYPED_TEST_SUITE_P(RedisLockFaultOutcomes, AnAcquireWhoseReplyWasLostLeavesNoHoldBehind);
 
-template <class L>
-class RedisLockExclusion : public RedisTest {};
+template <class P>
+class RedisLockExclusion : public OutcomeBackend<P>::Fixture {
+ public:
+  using Lock = typename OutcomeBackend<P>::Lock;
+};
 
 TYPED_TEST_SUITE_P(RedisLockExclusion);
 
 TYPED_TEST_P(RedisLockExclusion, ExcludesThreadsDoingANonAtomicReadModifyWriteOfARedisKey) {
-  TypeParam lock(this->client(), this->key(), RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  using Lock = typename TestFixture::Lock;
+  Lock lock(this->client(), this->key(), RedisLockOutcomeTraits<Lock>::leased(10s));
   EXPECT_EQ(increment_under(lock, this->client(), this->key("counter"), 8, 25), 200u);
   EXPECT_EQ(this->client().command({"GET", this->key("counter")}).as_string(), "200");
 }
@@ -226,10 +261,11 @@ TYPED_TEST_P(RedisLockExclusion, ExcludesThreadsDoingANonAtomicReadModifyWriteOf
 // The child half of the cross-process test: run only via spawn_self, on
 // the parent's server and lock (child_env / child_task).
 TYPED_TEST_P(RedisLockExclusion, DISABLED_IncrementWorker) {
+  using Lock = typename TestFixture::Lock;
   const auto task = child_task();
   ASSERT_TRUE(task);
   Client c(task->options);
-  TypeParam lock(c, task->lock, RedisLockOutcomeTraits<TypeParam>::leased(10s));
+  Lock lock(c, task->lock, RedisLockOutcomeTraits<Lock>::leased(10s));
   EXPECT_EQ(increment_under(lock, c, task->lock + ":counter", 1, 50), 50u);
 }
 
@@ -239,7 +275,7 @@ TYPED_TEST_P(RedisLockExclusion, ExcludesProcessesDoingANonAtomicReadModifyWrite
       ".DISABLED_IncrementWorker";
   std::vector<pid_t> children;
   for (int i = 0; i < 3; ++i) {
-    children.push_back(spawn_self(worker, child_env(this->server().port(), this->key())));
+    children.push_back(spawn_self(worker, this->worker_env(this->key())));
     ASSERT_GT(children.back(), 0);
   }
   for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);

@@ -3,7 +3,8 @@
 // exclusion for all of them, the relock and unlock outcomes for the
 // non-reentrant ones. A reentrant lock's relock and unlock outcomes differ
 // and stay in its own test file (PubSubLock's in pub_sub_lock_test.cpp). A
-// lock added to the registry joins every suite here with no edit.
+// lock added to the registry joins every suite here with no edit. The same
+// suites run on a local Redis Cluster in redis_cluster_lock_outcomes_test.cpp.
 #include "tests/distributed/redis_lock_outcomes.hpp"
 
 #include "benches/harness/redis_lock_registry.hpp"

@@ -190,6 +190,9 @@ class BusyServer {
   bool confirmed_ = false;
 };
 
+// Defined below (with spawn_self): RedisTest::worker_env uses it.
+inline std::vector<std::string> child_env(int port, const std::string& lock, std::vector<std::string> extra = {});
+
 class RedisTest : public ::testing::Test {
  protected:
   // DEBUG is enabled on the tests' server: lose_the_reply() makes it busy
@@ -246,6 +249,11 @@ class RedisTest : public ::testing::Test {
   }
   static EmbeddedServer& server() { return *server_; }
   Client& client() { return *client_; }
+  // Who runs node-local administration (ACL): here the one server's client;
+  // RedisClusterTest answers one client per master.
+  std::vector<Client*> admins() { return {client_.get()}; }
+  // The environment of a child worker (spawn_self) on this server's `lock`.
+  static std::vector<std::string> worker_env(const std::string& lock) { return child_env(server().port(), lock, {}); }
   // A key unique to the running test.
   static std::string key(const std::string& suffix = "lock") {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -264,17 +272,25 @@ class RedisTest : public ::testing::Test {
 class UserWithoutChannels {
  public:
   UserWithoutChannels(Client& admin, Client::Options server, std::string name)
-      : admin_(admin), options_(std::move(server)) {
+      : UserWithoutChannels(std::vector<Client*>{&admin}, std::move(server), std::move(name)) {}
+  // The same user on every server of `admins` (ACLs are per node: a
+  // cluster's masters each need it).
+  UserWithoutChannels(std::vector<Client*> admins, Client::Options server, std::string name)
+      : admins_(std::move(admins)), options_(std::move(server)) {
     options_.user = std::move(name);
     options_.password = "locklab-test-password";
-    admin_.command({"ACL", "SETUSER", options_.user, "reset", "on", ">" + options_.password, "~*", "+@all",
-                    "resetchannels"});
+    for (Client* admin : admins_) {
+      admin->command({"ACL", "SETUSER", options_.user, "reset", "on", ">" + options_.password, "~*", "+@all",
+                      "resetchannels"});
+    }
   }
   ~UserWithoutChannels() {
-    try {
-      admin_.command({"ACL", "DELUSER", options_.user});
-    } catch (const Error&) {
-      // The server is gone (a test killed it): so is the user.
+    for (Client* admin : admins_) {
+      try {
+        admin->command({"ACL", "DELUSER", options_.user});
+      } catch (const Error&) {
+        // The server is gone (a test killed it): so is the user.
+      }
     }
   }
   UserWithoutChannels(const UserWithoutChannels&) = delete;
@@ -283,7 +299,7 @@ class UserWithoutChannels {
   const Client::Options& options() const { return options_; }
 
  private:
-  Client& admin_;
+  std::vector<Client*> admins_;
   Client::Options options_;
 };
 
@@ -307,7 +323,7 @@ inline pid_t spawn_self(const std::string& test, const std::vector<std::string>&
 
 // What a parent test tells a child it spawns (spawn_self): the port of its
 // server and the name of the lock (or key) to use, plus `extra` variables.
-inline std::vector<std::string> child_env(int port, const std::string& lock, std::vector<std::string> extra = {}) {
+inline std::vector<std::string> child_env(int port, const std::string& lock, std::vector<std::string> extra) {
   extra.push_back("LOCKLAB_CHILD_PORT=" + std::to_string(port));
   extra.push_back("LOCKLAB_CHILD_LOCK=" + lock);
   return extra;
@@ -325,6 +341,7 @@ inline std::optional<ChildTask> child_task() {
   if (port == nullptr || lock == nullptr) return std::nullopt;
   ChildTask task{{}, lock};
   task.options.port = std::atoi(port);
+  task.options.cluster = std::getenv("LOCKLAB_CHILD_CLUSTER") != nullptr;  // worker_env of RedisClusterTest
   return task;
 }
 

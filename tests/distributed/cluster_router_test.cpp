@@ -1,0 +1,325 @@
+// The Client on a Redis Cluster (Client::Options::cluster, cluster_router.hpp):
+// routing by key slot, MOVED and ASK followed with the slot map kept right,
+// the redirect bound, CROSSSLOT as a typed error, scripts and pipelines
+// across masters, pub/sub from any master, and every lock of the registry
+// (fenced too), FairLock's queue and PermitSemaphore with names whose
+// suffixed keys would hash apart. Round trips are counted, not timed.
+//
+// One local 3-master cluster for the whole binary (RedisClusterTest), run
+// as one ctest entry (tests/CMakeLists.txt). Tests that move a slot move it
+// back before they end, so LocalCluster::node_for_slot stays true.
+#include "distributed/cluster_router.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "benches/harness/redis_lock_registry.hpp"
+#include "distributed/cluster_error.hpp"
+#include "distributed/key_slot.hpp"
+#include "distributed/permit_semaphore.hpp"
+#include "distributed/script.hpp"
+#include "distributed/subscriber.hpp"
+#include "tests/distributed/redis_cluster_test_support.hpp"
+
+namespace locklab::redis::testing {
+namespace {
+
+// The first of prefix0, prefix1, ... whose slot master `node` serves.
+std::string key_on(const LocalCluster& cluster, int node, const std::string& prefix) {
+  for (int i = 0;; ++i) {
+    std::string k = prefix + std::to_string(i);
+    if (cluster.node_for_slot(key_slot(k)) == node) return k;
+  }
+}
+
+TEST(ClusterOptionsTest, ParsesTheClusterSchemeAndRefusesWhatACannotHave) {
+  const auto o = Client::Options::from_url("redis+cluster://u:pw@10.0.0.7:7000");
+  EXPECT_TRUE(o.cluster);
+  EXPECT_EQ(o.host, "10.0.0.7");
+  EXPECT_EQ(o.port, 7000);
+  EXPECT_EQ(o.user, "u");
+  EXPECT_EQ(o.db, 0);
+  EXPECT_TRUE(Client::Options::from_url("redis+cluster://h:1/0").cluster);
+  EXPECT_FALSE(Client::Options::from_url("redis://h:1").cluster);
+  for (const char* bad : {"redis+cluster://h:1/2", "redis+cluster://", "redis+cluster://h:x", "redis+cluster://h:0",
+                          "rediss+cluster://h:1"}) {
+    try {
+      (void)Client::Options::from_url(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  try {
+    (void)Client::Options::from_url("redis+cluster://h:1/3");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("database 0 only"), std::string::npos) << e.what();
+  }
+  try {
+    (void)Client::Options::from_url("redis+cluster://user:secret@h:1/3");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+  Client::Options db2;
+  db2.cluster = true;
+  db2.db = 2;
+  db2.lazy_connect = true;
+  EXPECT_THROW(Client c(db2), std::invalid_argument);
+}
+
+// A seed that is not there, and a seed that is no cluster node: the
+// constructor's typed errors, each naming the server.
+TEST(ClusterSeedTest, ASeedDownIsConnectAndAStandaloneServerIsTheServersRefusal) {
+  Client::Options down;
+  down.port = LocalCluster::free_port();  // nothing listens there
+  down.cluster = true;
+  down.connect_timeout = 500ms;
+  expect_error([&] { Client c(down); }, Error::Kind::kConnect, {down.endpoint()});
+  EmbeddedServer standalone;
+  Client::Options o = standalone.client_options();
+  o.cluster = true;
+  expect_error([&] { Client c(o); }, Error::Kind::kServer, {o.endpoint(), "cluster support disabled"});
+  // lazy_connect: nothing sent until the first command, which fails the same way.
+  o.lazy_connect = true;
+  Client lazy(o);
+  expect_error([&] { lazy.command({"GET", "k"}); }, Error::Kind::kServer, {"cluster support disabled"});
+}
+
+TEST(ClusterKeysTest, TheFirstKeyOfEachCommandShape) {
+  using R = detail::ClusterRouter;
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(R::keys_of(V{"GET", "k"}), V{"k"});
+  EXPECT_EQ(R::keys_of(V{"evalsha", "sha", "2", "a", "b", "arg"}), (V{"a", "b"}));
+  EXPECT_EQ(R::keys_of(V{"EVAL", "src", "0", "arg"}), V{});
+  EXPECT_EQ(R::keys_of(V{"MSET", "a", "1", "b", "2"}), (V{"a", "b"}));
+  EXPECT_EQ(R::keys_of(V{"BLPOP", "a", "b", "5"}), (V{"a", "b"}));
+  EXPECT_EQ(R::keys_of(V{"MGET", "a", "b"}), (V{"a", "b"}));
+  EXPECT_EQ(R::keys_of(V{"PUBLISH", "ch", "m"}), V{});
+  EXPECT_EQ(R::keys_of(V{"PING"}), V{});
+  EXPECT_EQ(R::keys_of(V{"OBJECT", "ENCODING", "k"}), V{"k"});
+}
+
+class ClusterRouterTest : public RedisClusterTest {
+ protected:
+  std::string node_id(int node) { return admins()[static_cast<std::size_t>(node)]->command({"CLUSTER", "MYID"}).as_string(); }
+  // CLUSTER SETSLOT <slot> NODE <owner> on every master, the new owner
+  // first (the order the Redis Cluster specification gives for the end of
+  // a migration: the owner bumps its epoch before the others hear of it).
+  void give_slot(int slot, int owner) {
+    const std::string id = node_id(owner);
+    admins()[static_cast<std::size_t>(owner)]->command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id});
+    for (int i = 0; i < cluster().size(); ++i) {
+      if (i != owner) admins()[static_cast<std::size_t>(i)]->command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id});
+    }
+  }
+};
+
+TEST_F(ClusterRouterTest, SlotsMatchTheServersAndEachKeyGoesToItsOwnerInOneRoundTrip) {
+  std::vector<std::string> keys;
+  for (int node = 0; node < 3; ++node) keys.push_back(key_on(cluster(), node, "route:"));
+  keys.push_back("{tag}:x");
+  keys.push_back("");
+  for (const auto& k : keys) {
+    EXPECT_EQ(key_slot(k), admins()[0]->command({"CLUSTER", "KEYSLOT", k}).as_integer()) << k;
+  }
+  for (int node = 0; node < 3; ++node) {
+    const std::string& k = keys[static_cast<std::size_t>(node)];
+    const auto before = client().round_trips();
+    client().command({"SET", k, "v" + std::to_string(node)});
+    EXPECT_EQ(client().round_trips() - before, 1u) << "a redirect or a map load for " << k;
+    // Where it landed: the owner's own (non-routing) client reads it.
+    EXPECT_EQ(admins()[static_cast<std::size_t>(node)]->command({"GET", k}).as_string(), "v" + std::to_string(node));
+    EXPECT_EQ(client().command({"GET", k}).as_string(), "v" + std::to_string(node));
+  }
+  EXPECT_GE(client().open_connections(), 3u) << "one pool per master";
+}
+
+TEST_F(ClusterRouterTest, KeysInTwoSlotsAreATypedCrossSlotErrorNamingThem) {
+  const std::string a = key_on(cluster(), 0, "a"), b = key_on(cluster(), 0, "b");
+  ASSERT_NE(key_slot(a), key_slot(b));
+  try {
+    client().command({"MGET", a, b});
+    FAIL() << "MGET of two slots returned";
+  } catch (const CrossSlot& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer);
+    EXPECT_EQ(e.keys(), (std::vector<std::string>{a, b}));
+    EXPECT_EQ(e.slots(), (std::vector<int>{key_slot(a), key_slot(b)}));
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'" + a + "' (slot " + std::to_string(key_slot(a)) + ")"), std::string::npos) << what;
+    EXPECT_NE(what.find("CROSSSLOT"), std::string::npos) << what;
+  }
+  // One tag, one slot: accepted.
+  client().command({"MSET", "{t}" + a, "1", "{t}" + b, "2"});
+  EXPECT_EQ(client().command({"MGET", "{t}" + a, "{t}" + b}).as_array()[1].as_string(), "2");
+}
+
+// A slot migrated from master 0 to master 1 the way redis-cli --cluster
+// reshard does it: ASK while it moves (map unchanged), MOVED after (map
+// refreshed once), then one round trip again.
+TEST_F(ClusterRouterTest, FollowsAskDuringAMigrationAndMovedAfterIt) {
+  const std::string k = key_on(cluster(), 0, "migrating:");
+  const int slot = key_slot(k);
+  const std::string s = std::to_string(slot);
+  const std::string id0 = node_id(0), id1 = node_id(1);
+  client().command({"PING"});  // the map is loaded (constructor) and the seed connected
+  admins()[1]->command({"CLUSTER", "SETSLOT", s, "IMPORTING", id0});
+  admins()[0]->command({"CLUSTER", "SETSLOT", s, "MIGRATING", id1});
+
+  auto before = client().round_trips();
+  client().command({"SET", k, "moved-along"});  // master 0 has no such key: ASK master 1
+  EXPECT_EQ(client().round_trips() - before, 2u) << "SET -> ASK, then ASKING + SET pipelined";
+  EXPECT_EQ(admins()[1]->pipeline({{"ASKING"}, {"GET", k}})[1].as_string(), "moved-along") << "not on the target";
+  EXPECT_EQ(admins()[0]->command({"CLUSTER", "COUNTKEYSINSLOT", s}).as_integer(), 0);
+  before = client().round_trips();
+  EXPECT_EQ(client().command({"GET", k}).as_string(), "moved-along");
+  EXPECT_EQ(client().round_trips() - before, 2u) << "ASK must not change the map: master 0 still owns the slot";
+
+  give_slot(slot, 1);
+  before = client().round_trips();
+  EXPECT_EQ(client().command({"GET", k}).as_string(), "moved-along");
+  EXPECT_EQ(client().round_trips() - before, 3u) << "GET -> MOVED, CLUSTER SLOTS, GET";
+  before = client().round_trips();
+  EXPECT_EQ(client().command({"GET", k}).as_string(), "moved-along");
+  EXPECT_EQ(client().round_trips() - before, 1u) << "the map was not corrected";
+
+  // Back to master 0 (empty slot: no keys to move), for the other tests.
+  client().command({"DEL", k});
+  give_slot(slot, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (Client* a : admins()) {
+          const Reply slots = a->command({"CLUSTER", "SLOTS"});
+          for (const Reply& range : slots.as_array()) {
+            const auto& f = range.as_array();
+            if (f[0].as_integer() <= slot && slot <= f[1].as_integer() &&
+                f[2].as_array()[1].as_integer() != cluster().port(0)) {
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      5s));
+}
+
+// Master 0 says ASK master 1 (MIGRATING) but master 1 is not importing and
+// answers MOVED back: a loop the client must end, with the hops named.
+TEST_F(ClusterRouterTest, ARedirectLoopEndsInTooManyRedirects) {
+  const std::string k = key_on(cluster(), 0, "loop:");
+  const std::string s = std::to_string(key_slot(k));
+  admins()[0]->command({"CLUSTER", "SETSLOT", s, "MIGRATING", node_id(1)});
+  try {
+    client().command({"GET", k});
+    ADD_FAILURE() << "a redirect loop returned";
+  } catch (const TooManyRedirects& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::kServer);
+    EXPECT_EQ(e.hops().size(), static_cast<std::size_t>(detail::ClusterRouter::kMaxRedirects) + 1);
+    EXPECT_NE(std::string(e.what()).find("ASK " + s), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MOVED " + s), std::string::npos) << e.what();
+  }
+  admins()[0]->command({"CLUSTER", "SETSLOT", s, "STABLE"});
+  EXPECT_TRUE(client().command({"GET", k}).is_nil()) << "the client did not recover once the loop ended";
+}
+
+TEST_F(ClusterRouterTest, ScriptsRunOnTheirFirstKeysMasterAndReloadAfterNoScript) {
+  static const Script kEcho("cluster_router_test.echo", "redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]");
+  for (int node = 0; node < 3; ++node) {
+    const std::string k = key_on(cluster(), node, "script:");
+    EXPECT_EQ(client().eval(kEcho, {k}, {"x" + std::to_string(node)}).as_string(), "x" + std::to_string(node));
+    EXPECT_EQ(admins()[static_cast<std::size_t>(node)]->command({"GET", k}).as_string(), "x" + std::to_string(node));
+  }
+  admins()[2]->command({"SCRIPT", "FLUSH"});
+  const std::string k2 = key_on(cluster(), 2, "script:");
+  EXPECT_EQ(client().eval(kEcho, {k2}, {"again"}).as_string(), "again");
+  // A failing script: the server's error, from the key's master.
+  static const Script kFails("cluster_router_test.fails", "return redis.call('INCR', KEYS[1])");
+  admins()[1]->command({"SET", key_on(cluster(), 1, "text:"), "not a number"});
+  expect_error([&] { client().eval(kFails, {key_on(cluster(), 1, "text:")}, {}); }, Error::Kind::kServer,
+               {"cluster_router_test.fails", std::to_string(cluster().port(1))});
+}
+
+TEST_F(ClusterRouterTest, APipelineIsSplitByMasterAndAnsweredInOrder) {
+  std::vector<std::vector<std::string>> commands;
+  for (int i = 0; i < 9; ++i) commands.push_back({"SET", key_on(cluster(), i % 3, "p" + std::to_string(i) + ":"), std::to_string(i)});
+  commands.push_back({"INCR", commands[0][1]});  // an error reply, in place
+  const auto before = client().round_trips();
+  const auto replies = client().pipeline(commands);
+  EXPECT_EQ(client().round_trips() - before, 3u) << "one round trip per master";
+  ASSERT_EQ(replies.size(), commands.size());
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(replies[static_cast<std::size_t>(i)].as_string(), "OK");
+  EXPECT_EQ(replies[9].as_integer(), 1);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(admins()[static_cast<std::size_t>(i % 3)]->command({"GET", commands[static_cast<std::size_t>(i)][1]}).as_string(),
+              i == 0 ? "1" : std::to_string(i));
+  }
+  // A keyless command travels with the keyed one before it: WAIT after a
+  // write reaches the write's master (master 2 here, not the seed), in the
+  // same round trip.
+  const auto before_wait = client().round_trips();
+  const auto waited = client().pipeline({{"SET", key_on(cluster(), 2, "w:"), "1"}, {"WAIT", "0", "0"}});
+  EXPECT_EQ(client().round_trips() - before_wait, 1u) << "WAIT went to another master than its write";
+  EXPECT_EQ(waited[1].as_integer(), 0);  // no replicas in this cluster
+  // A transaction goes whole to its first key's master.
+  const std::string t = key_on(cluster(), 2, "tx:");
+  const auto tx = client().pipeline({{"MULTI"}, {"SET", t, "a"}, {"GET", t}, {"EXEC"}});
+  EXPECT_EQ(tx[3].as_array()[1].as_string(), "a");
+}
+
+// Classic pub/sub is broadcast over the cluster bus: the Client's one
+// subscriber connection (to the seed, master 0) hears a PUBLISH sent to
+// master 2, which is where a lock's release script publishes when its key
+// lives there.
+TEST_F(ClusterRouterTest, TheSubscriberOnTheSeedHearsAPublishOnAnyMaster) {
+  const auto deadline = [] { return Subscriber::Clock::now() + 3s; };
+  auto s = client().subscriber().subscribe("cluster:channel", deadline());
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(admins()[2]->command({"PUBLISH", "cluster:channel", "1"}).as_integer() >= 0, true);
+  EXPECT_EQ(s->wait_until(deadline()), Subscriber::Wake::kMessage);
+}
+
+// Every lock of the registry, plain and fenced, FairLock's queue and
+// PermitSemaphore's timeout set, with names whose ":fence"-style suffixed
+// keys would land in other slots: the scripts naming several keys get no
+// CROSSSLOT, because lock_keys.hpp derives every key into the name's slot.
+TEST_F(ClusterRouterTest, EveryLockWorksWithNamesWhoseSuffixedKeysWouldHashApart) {
+  std::vector<std::string> names;
+  for (int node = 0; node < 3; ++node) {
+    for (int i = 0;; ++i) {
+      const std::string n = "apart-" + std::to_string(node) + "-" + std::to_string(i);
+      if (cluster().node_for_slot(key_slot(n)) == node && key_slot(n) != key_slot(n + ":fence") &&
+          cluster().node_for_slot(key_slot(n + ":fence")) != node) {
+        names.push_back(n);
+        break;
+      }
+    }
+  }
+  for (const auto& name : names) {
+    for (const auto& info : bench::redis_locks()) {
+      for (const bool fenced : {false, true}) {
+        auto lock = bench::make_redis_lock(info.name, client(), name, {.lease = 5s, .fenced = fenced});
+        EXPECT_TRUE(lock->try_lock_for(1s)) << info.name << " " << name;
+        // A second owner is refused while it is held, then gets it.
+        std::thread([&] { EXPECT_FALSE(lock->try_lock()) << info.name << " " << name; }).join();
+        lock->unlock();
+        std::thread([&] {
+          EXPECT_TRUE(lock->try_lock()) << info.name << " " << name;
+          lock->unlock();
+        }).join();
+      }
+    }
+    PermitSemaphore semaphore(client(), name);
+    ASSERT_TRUE(semaphore.try_set_permits(1));
+    const auto permit = semaphore.try_acquire(1s, 5s);
+    ASSERT_TRUE(permit.has_value()) << name;
+    EXPECT_FALSE(semaphore.try_acquire(0ms, 5s).has_value());
+    semaphore.release(*permit);
+    EXPECT_EQ(semaphore.available_permits(), 1);
+  }
+}
+
+}  // namespace
+}  // namespace locklab::redis::testing
