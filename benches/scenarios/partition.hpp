@@ -158,6 +158,7 @@ struct HostFacts {
   std::string iptables;      // path of `iptables`; empty: not found
   std::string redis_server;  // empty: not found
   std::string netns_error;   // what a probe `ip netns add` said; empty: it worked (or was not tried)
+  std::string veth_error;    // what a probe veth pair inside that namespace said; empty: it worked
   std::string iptables_error;  // what `iptables -L` in the probe namespace said; empty: it worked
 };
 
@@ -168,6 +169,7 @@ inline std::string skip_reason(const HostFacts& h, Cut cut) {
   if (h.ip.empty()) return "iproute2's `ip` not found (Debian package iproute2: ./lab setup)";
   if (h.redis_server.empty()) return "redis-server not found (Debian package redis-server: ./lab setup)";
   if (!h.netns_error.empty()) return "`ip netns add` is not permitted here (an unprivileged container?): " + h.netns_error;
+  if (!h.veth_error.empty()) return "veth links cannot be made here (no veth support in this kernel?): " + h.veth_error;
   if (cut == Cut::kIptablesDrop) {
     if (h.iptables.empty()) return "iptables not found (Debian package iptables: ./lab setup), or use --cut=link";
     if (!h.iptables_error.empty()) return "iptables does not work inside a network namespace here: " + h.iptables_error;
@@ -388,6 +390,11 @@ inline HostFacts probe_host() {
     h.netns_error = added.output.empty() ? "exit status " + std::to_string(added.status) : added.output;
     return h;
   }
+  // A veth pair made and removed inside the probe namespace: nothing of the
+  // machine's own network is touched.
+  const detail::ToolResult veth =
+      detail::run_tool({h.ip, "-n", probe, "link", "add", "probe0", "type", "veth", "peer", "name", "probe1"});
+  if (veth.status != 0) h.veth_error = veth.output.empty() ? "exit status " + std::to_string(veth.status) : veth.output;
   if (!h.iptables.empty()) {
     const detail::ToolResult listed = detail::run_tool({h.ip, "netns", "exec", probe, h.iptables, "-w", "-n", "-L", "INPUT"});
     if (listed.status != 0) h.iptables_error = listed.output.empty() ? "exit status " + std::to_string(listed.status) : listed.output;

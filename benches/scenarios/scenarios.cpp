@@ -52,7 +52,7 @@
 //       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
 //       of each fault, herd at 1 and 50 waiters for 300 ms, 50
 //       vus_table requests, 5 fetches per batch method, load_test at time
-//       scales 120 and 300, pool_rejection 4 s at 5
+//       scales 120 and 300, pool_rejection 4 s at 5, 1 partition run
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
@@ -61,7 +61,8 @@
 // reference run): coupon 7 s, faults 22 s, herd 10 s, stock 1 s, vus_table
 // 6 s, batch 2 s (a fresh cluster master waits 2 s before it calls itself
 // writable, so the cluster starts first and settles during part A),
-// load_test 19 s, pool_rejection 5 s. --full uses 10 runs for every fault, 5 waiter
+// load_test 19 s, pool_rejection 5 s; partition (root only) about 1.3 s a
+// run, 5 s quick, 13 s full. --full uses 10 runs for every fault, 5 waiter
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
 // for pool_rejection (at the case study's own speed). --smoke took 27 s on

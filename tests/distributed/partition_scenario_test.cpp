@@ -61,6 +61,10 @@ TEST(PartitionSkipReason, NamesTheFirstMissingRequirement) {
   const std::string why = skip_reason(h, Cut::kLinkDown);
   EXPECT_NE(why.find("`ip netns add` is not permitted"), std::string::npos);
   EXPECT_NE(why.find("Operation not permitted"), std::string::npos) << "the tool's own words are quoted";
+
+  h = able();
+  h.veth_error = "Error: Unknown device type.";
+  EXPECT_NE(skip_reason(h, Cut::kIptablesDrop).find("veth links cannot be made here"), std::string::npos);
 }
 
 TEST(PartitionSkipReason, IptablesMattersOnlyForTheIptablesCut) {
