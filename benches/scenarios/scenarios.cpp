@@ -46,7 +46,7 @@
 //       (pool_rejection.hpp): a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
 //       PubSubLock try_lock_for(3 s) vs try_lock_for(0); every duration / X
 //       (quick: 5, 10 s; full: 1, 30 s; durations in the case study's time)
-//   scenarios all [--quick|--full|--smoke]        all eight, quick by default;
+//   scenarios all [--quick|--full|--smoke]        every subcommand, quick by default;
 //       --smoke (./lab test): the least work that still writes every row and
 //       column of every file, for checking the notebooks, not for reading:
 //       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
@@ -57,8 +57,8 @@
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
 //
-// Time: all eight, quick, took 71 s on the idle 2-core lab machine (the
-// reference run): coupon 7 s, faults 22 s, herd 10 s, stock 1 s, vus_table
+// Time: the eight before partition, quick, took 71 s on the idle 2-core
+// lab machine (the reference run): coupon 7 s, faults 22 s, herd 10 s, stock 1 s, vus_table
 // 6 s, batch 2 s (a fresh cluster master waits 2 s before it calls itself
 // writable, so the cluster starts first and settles during part A),
 // load_test 19 s, pool_rejection 5 s; partition (root only) about 1.3 s a
