@@ -1,6 +1,6 @@
 // partition.hpp — the network partition experiment: the lock holder is cut
 // off from the lock servers by a real network partition (Linux network
-// namespaces, a veth pair and an iptables DROP or a link taken down), its
+// namespaces, two veth pairs and an iptables DROP or a link taken down), its
 // lease runs out on the servers, a client on the other side of the cut
 // acquires, and then both believe they hold the lock. Header-only so that
 // benches/scenarios (`scenarios partition`, the table and
@@ -23,8 +23,8 @@
 // it is given). Healing deletes the rules or brings the link up. The
 // servers never see the other path cut, and the database is never cut: the
 // partition separates the holder from the lock service only, which is the
-// case that hurts (Kleppmann, "How to do distributed locking", 2016: a
-// holder that cannot reach the resource cannot damage it either).
+// case that hurts (a holder that cannot reach the resource cannot damage it
+// either).
 //
 // Addresses: a /29 block (two /30s) in 10.200.0.0-10.254.255.255, first
 // tried at an offset drawn from the pid, skipping every block that
@@ -50,8 +50,9 @@
 //   holder, after the other's write: two commands on its own Client (a
 //     PING: its pooled connection, so kTimeout after command_timeout; then
 //     a second PING, on a new connection whose SYN is dropped, so kConnect
-//     after connect_timeout): what a holder that checks learns, typed and
-//     bounded, never a hang. Then what its lock object says: still held
+//     after connect_timeout; PubSubLock gets kConnect both times, its
+//     failed renewal having dropped the pooled connection already): what
+//     a holder that checks learns, typed and bounded, never a hang. Then what its lock object says: still held
 //     (every lock: nobody could tell it), and any warning (RedLock:
 //     validity() is 0, the holder's own clock says the lease is over;
 //     PubSubLock: lease_risk() is kRenewalFailed, its watchdog could not
@@ -598,10 +599,6 @@ class Event {
     std::unique_lock<std::mutex> g(mu_);
     return cv_.wait_for(g, bound, [&] { return set_; });
   }
-  bool is_set() {
-    std::lock_guard<std::mutex> g(mu_);
-    return set_;
-  }
 
  private:
   std::mutex mu_;
@@ -703,9 +700,8 @@ class RedLockTrial final : public TrialLock {
   std::int64_t token_ = 0;
 };
 
-// Builds one side's lock: `side_host` is the server address of that side's
-// path; `ports` the three servers' ports.
-using LockFactory = std::function<std::unique_ptr<TrialLock>(const std::string& side_host)>;
+// Builds one side's lock: the holder's (true) or the other client's.
+using LockFactory = std::function<std::unique_ptr<TrialLock>(bool holder)>;
 
 struct LockKind {
   std::string name;
@@ -758,14 +754,12 @@ class PartitionWorld {
     const std::string prefix = config_.prefix;
     bench::for_each_redis_lock([&]<class L>(const bench::RedisLockInfo& info) {
       const std::string name = std::string(info.name);
-      kinds.push_back({name, [this, name, prefix](const std::string& host) -> std::unique_ptr<detail::TrialLock> {
-                         const bool holder = host == net_.holder_path_address();
+      kinds.push_back({name, [this, name, prefix](bool holder) -> std::unique_ptr<detail::TrialLock> {
                          return std::make_unique<detail::RegistryTrialLock<L>>(lock_server(0, holder),
                                                                                prefix + ":" + name, side(holder));
                        }});
     });
-    kinds.push_back({"RedLock", [this, prefix](const std::string& host) -> std::unique_ptr<detail::TrialLock> {
-                       const bool holder = host == net_.holder_path_address();
+    kinds.push_back({"RedLock", [this, prefix](bool holder) -> std::unique_ptr<detail::TrialLock> {
                        std::vector<redis::Client::Options> nodes;
                        for (int i = 0; i < 3; ++i) nodes.push_back(lock_server(i, holder));
                        return std::make_unique<detail::RedLockTrial>(nodes, db(), prefix + ":RedLock", side(holder));
@@ -829,8 +823,6 @@ inline RunOutcome run_partition_once(PartitionWorld& world) {
     }
   } joiner{threads, world.net(), sync, cut, healed};
 
-  const std::string holder_host = world.net().holder_path_address();
-  const std::string other_host = world.net().other_path_address();
   const redis::Client::Options db_options = world.db();
   for (std::size_t i = 0; i < n; ++i) {
     LockOutcome& out = run.locks[i];
@@ -844,7 +836,7 @@ inline RunOutcome run_partition_once(PartitionWorld& world) {
       try {
         redis::Client db(db_options);
         redis::FencedResource fenced(db, fenced_key);
-        auto lock = kinds[i].make(holder_host);
+        auto lock = kinds[i].make(true);
         if (!lock->try_lock_for(2s)) throw std::runtime_error("the holder could not acquire before the cut");
         const std::int64_t token = lock->token();
         s.holding.set();
@@ -902,7 +894,7 @@ inline RunOutcome run_partition_once(PartitionWorld& world) {
       try {
         redis::Client db(db_options);
         redis::FencedResource fenced(db, fenced_key);
-        auto lock = kinds[i].make(other_host);
+        auto lock = kinds[i].make(false);
         if (!cut.wait(bound)) throw std::runtime_error("no cut came");
         const auto t0 = Clock::now();
         const bool granted = lock->try_lock_for(c.other_wait);
