@@ -12,6 +12,8 @@
 #include "benches/scenarios/partition.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <set>
 #include <stdexcept>
@@ -211,6 +213,29 @@ TEST_F(PartitionOnThisMachine, AnExceptionStillRemovesTheNetwork) {
   } catch (const std::runtime_error&) {
   }
   EXPECT_TRUE(our_names().empty()) << "left behind: " << *our_names().begin();
+}
+
+// What a crashed run leaves (a namespace and a link named for its pid) is
+// removed by the next run; a name of a live pid is left alone.
+TEST_F(PartitionOnThisMachine, WhatADeadRunLeftIsRemovedAndALiveOnesIsNot) {
+  const std::string ip = detail::find_tool("ip");
+  const pid_t dead = ::fork();  // a pid that surely ran and ended: our own child, reaped
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const std::string stale_ns = std::string(detail::kNetnsPrefix) + std::to_string(dead) + "-0";
+  const std::string stale_link = std::string(detail::kLinkPrefix) + std::to_string(dead) + "x0a";
+  const std::string live_ns = std::string(detail::kNetnsPrefix) + std::to_string(::getpid()) + "-999";
+  detail::must({ip, "netns", "add", stale_ns});
+  detail::must({ip, "netns", "add", live_ns});
+  detail::must({ip, "link", "add", stale_link, "type", "veth", "peer", "name", "pa", "netns", stale_ns});
+  detail::remove_stale(ip);
+  const std::string namespaces = detail::run_tool({ip, "netns", "list"}).output;
+  const std::string links = detail::run_tool({ip, "-o", "link", "show"}).output;
+  (void)detail::run_tool({ip, "netns", "delete", live_ns});
+  EXPECT_EQ(namespaces.find(stale_ns), std::string::npos) << namespaces;
+  EXPECT_EQ(links.find(stale_link), std::string::npos) << links;
+  EXPECT_NE(namespaces.find(live_ns), std::string::npos) << "a live run's namespace was deleted";
 }
 
 // One smoke-sized run of the whole experiment, every lock at once.
