@@ -89,8 +89,9 @@
 // Where it cannot run: it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN for
 // `ip netns`), iproute2's `ip`, redis-server, for the iptables cut
 // `iptables` that works inside a namespace, and a kernel and container that
-// allow `ip netns add` (an unprivileged container does not).
-// skip_reason() says which is missing; the scenario then prints it and
+// allow `ip netns add`, veth links and `ip netns exec` (an unprivileged
+// container does not). probe_host() tries each in a probe namespace that it
+// deletes again; skip_reason() says which is missing; the scenario then prints it and
 // writes one "skipped" row, and the test skips with it.
 #pragma once
 
@@ -160,6 +161,7 @@ struct HostFacts {
   std::string redis_server;  // empty: not found
   std::string netns_error;   // what a probe `ip netns add` said; empty: it worked (or was not tried)
   std::string veth_error;    // what a probe veth pair inside that namespace said; empty: it worked
+  std::string exec_error;    // what `ip netns exec` (which starts the servers) said; empty: it worked
   std::string iptables_error;  // what `iptables -L` in the probe namespace said; empty: it worked
 };
 
@@ -171,6 +173,7 @@ inline std::string skip_reason(const HostFacts& h, Cut cut) {
   if (h.redis_server.empty()) return "redis-server not found (Debian package redis-server: ./lab setup)";
   if (!h.netns_error.empty()) return "`ip netns add` is not permitted here (an unprivileged container?): " + h.netns_error;
   if (!h.veth_error.empty()) return "veth links cannot be made here (no veth support in this kernel?): " + h.veth_error;
+  if (!h.exec_error.empty()) return "`ip netns exec` cannot run a program in a namespace here: " + h.exec_error;
   if (cut == Cut::kIptablesDrop) {
     if (h.iptables.empty()) return "iptables not found (Debian package iptables: ./lab setup), or use --cut=link";
     if (!h.iptables_error.empty()) return "iptables does not work inside a network namespace here: " + h.iptables_error;
@@ -396,6 +399,10 @@ inline HostFacts probe_host() {
   const detail::ToolResult veth =
       detail::run_tool({h.ip, "-n", probe, "link", "add", "probe0", "type", "veth", "peer", "name", "probe1"});
   if (veth.status != 0) h.veth_error = veth.output.empty() ? "exit status " + std::to_string(veth.status) : veth.output;
+  // The servers start through `ip netns exec`, which also needs a mount
+  // namespace of its own (it remounts /sys): run `ip` itself that way.
+  const detail::ToolResult exec = detail::run_tool({h.ip, "netns", "exec", probe, h.ip, "-o", "link", "show", "lo"});
+  if (exec.status != 0) h.exec_error = exec.output.empty() ? "exit status " + std::to_string(exec.status) : exec.output;
   if (!h.iptables.empty()) {
     const detail::ToolResult listed = detail::run_tool({h.ip, "netns", "exec", probe, h.iptables, "-w", "-n", "-L", "INPUT"});
     if (listed.status != 0) h.iptables_error = listed.output.empty() ? "exit status " + std::to_string(listed.status) : listed.output;

@@ -67,6 +67,10 @@ TEST(PartitionSkipReason, NamesTheFirstMissingRequirement) {
   h = able();
   h.veth_error = "Error: Unknown device type.";
   EXPECT_NE(skip_reason(h, Cut::kIptablesDrop).find("veth links cannot be made here"), std::string::npos);
+
+  h = able();
+  h.exec_error = "mount of /sys failed: Operation not permitted";
+  EXPECT_NE(skip_reason(h, Cut::kLinkDown).find("`ip netns exec` cannot run a program"), std::string::npos);
 }
 
 TEST(PartitionSkipReason, IptablesMattersOnlyForTheIptablesCut) {
