@@ -85,6 +85,7 @@ std::string EmbeddedServer::find_executable() {
 EmbeddedServer::EmbeddedServer() : EmbeddedServer(Options{}) {}
 
 EmbeddedServer::EmbeddedServer(Options options) : options_(std::move(options)) {
+  if (!options_.bind.empty()) host_ = options_.bind.front();
   executable_ = options_.executable.empty() ? find_executable() : options_.executable;
   if (!executable(executable_)) throw std::runtime_error("EmbeddedServer: " + executable_ + " is not an executable");
   const char* tmp = std::getenv("TMPDIR");
@@ -136,15 +137,12 @@ Client::Options EmbeddedServer::client_options() const {
 
 bool EmbeddedServer::launch(int port, std::string& why) {
   const std::string log = dir_ + "/redis.log";
-  std::vector<std::string> args = {executable_,
-                                   "--port", std::to_string(port),
-                                   "--bind", host_,
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--dir", dir_,
-                                   "--daemonize", "no",
-                                   "--protected-mode", "yes",
-                                   "--logfile", log};
+  std::vector<std::string> args = options_.launch_prefix;
+  args.insert(args.end(), {executable_, "--port", std::to_string(port), "--bind"});
+  if (options_.bind.empty()) args.push_back(host_);
+  args.insert(args.end(), options_.bind.begin(), options_.bind.end());
+  args.insert(args.end(), {"--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
+                           "--protected-mode", "yes", "--logfile", log});
   if (options_.enable_debug_command) {
     args.push_back("--enable-debug-command");
     args.push_back("local");

@@ -33,6 +33,17 @@
 // `redis-server` on $PATH, else /usr/bin/redis-server (Debian's package
 // redis-server). Not found: std::runtime_error saying so and how to install.
 //
+// Elsewhere than loopback, for the partition scenario only: with
+// Options::launch_prefix (e.g. {"/usr/sbin/ip", "netns", "exec", ns}) the
+// server runs inside a network namespace that the caller made, bound to
+// Options::bind (that namespace's addresses; the first is host()). The
+// prefix must exec the server in place (`ip netns exec` does), so that
+// pid() and the process_id check stay the server's. The port is still
+// probed free on this namespace's loopback: a fresh namespace has no
+// listener at all. A server bound off loopback refuses every client while
+// Redis's protected mode is on (no password): pass {"--protected-mode",
+// "no"} in extra_args, and only for a namespace nobody else can reach.
+//
 // DEBUG commands (DEBUG SLEEP, DEBUG RESTART, DEBUG SEGFAULT ...) are fault
 // injectors, refused unless Options::enable_debug_command is set (then
 // `enable-debug-command local`, Redis >= 7: local connections only), for a
@@ -57,6 +68,8 @@ class EmbeddedServer {
     std::chrono::milliseconds start_timeout{5'000};  // until PING answers
     std::vector<std::string> extra_args;             // e.g. {"--maxmemory", "10mb"}
     bool enable_debug_command = false;               // DEBUG from local connections (see the essay)
+    std::vector<std::string> launch_prefix;          // argv before the server's (see the essay); empty: none
+    std::vector<std::string> bind;                   // addresses to bind; empty: 127.0.0.1
   };
 
   // Starts the server (see the essay). Throws std::runtime_error if the

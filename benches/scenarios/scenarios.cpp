@@ -13,8 +13,13 @@
 //       clients (threads, or processes with --processes)
 //   scenarios faults [--runs=N] [--only=drift,pause]  every fault with and without
 //       fencing, N runs each (quick: 10 for drift and pause, the lab's
-//       goal; 2 for the restarts); a network partition only where root, `ip
-//       netns` and iptables exist (else a message says why it is skipped)
+//       goal; 2 for the restarts)
+//   scenarios partition [--runs=N] [--cut=iptables|link]   the holder cut
+//       off from the lock servers by a real partition (network namespaces,
+//       veth, iptables DROP or a link down), every lock at once, N runs
+//       (quick 3, full 10, smoke 1); where the machine does not allow it
+//       (not root, no `ip`, no iptables, `ip netns add` refused), one
+//       "skipped" row with the reason as its label (partition.hpp)
 //   scenarios herd [--processes=P] [--waiters=1,10,50] [--duration_ms=D]
 //       the ticket-sale semaphore herd: N waiters in each of P processes
 //       on one PermitSemaphore(1), raw (the case study's "before":
@@ -41,22 +46,23 @@
 //       (pool_rejection.hpp): a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
 //       PubSubLock try_lock_for(3 s) vs try_lock_for(0); every duration / X
 //       (quick: 5, 10 s; full: 1, 30 s; durations in the case study's time)
-//   scenarios all [--quick|--full|--smoke]        all eight, quick by default;
+//   scenarios all [--quick|--full|--smoke]        every subcommand, quick by default;
 //       --smoke (./lab test): the least work that still writes every row and
 //       column of every file, for checking the notebooks, not for reading:
 //       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
 //       of each fault, herd at 1 and 50 waiters for 300 ms, 50
 //       vus_table requests, 5 fetches per batch method, load_test at time
-//       scales 120 and 300, pool_rejection 4 s at 5
+//       scales 120 and 300, pool_rejection 4 s at 5, 1 partition run
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
 //
-// Time: all eight, quick, took 71 s on the idle 2-core lab machine (the
-// reference run): coupon 7 s, faults 22 s, herd 10 s, stock 1 s, vus_table
-// 6 s, batch 2 s (a fresh cluster master waits 2 s before it calls itself
-// writable, so the cluster starts first and settles during part A),
-// load_test 19 s, pool_rejection 5 s. --full uses 10 runs for every fault, 5 waiter
+// Time: the eight before partition, quick, took 71 s on the idle 2-core
+// lab machine (the reference run): coupon 7 s, faults 22 s, herd 10 s,
+// stock 1 s, vus_table 6 s, batch 2 s (a fresh cluster master waits 2 s
+// before it calls itself writable, so the cluster starts first and settles
+// during part A), load_test 19 s, pool_rejection 5 s; partition (root
+// only) about 1.3 s a run, 5 s quick, 13 s full. --full uses 10 runs for every fault, 5 waiter
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
 // for pool_rejection (at the case study's own speed). --smoke took 27 s on
@@ -84,6 +90,7 @@
 #include "benches/harness/point_process.hpp"
 #include "benches/scenarios/batch.hpp"
 #include "benches/scenarios/coupon.hpp"
+#include "benches/scenarios/partition.hpp"
 #include "benches/scenarios/stock.hpp"
 #include "benches/scenarios/vus_table.hpp"
 #include "benches/scenarios/load_test.hpp"
@@ -140,6 +147,7 @@ struct Entry {
   int repetition_index = 0;
   double wall_ms = 0;
   std::vector<std::pair<std::string, double>> counters;
+  std::string label;  // Google Benchmark's free text ("" none): a skipped row's reason
 };
 
 // Google Benchmark's file shape (context + benchmarks), so the plotting
@@ -180,6 +188,7 @@ void write_json(const std::string& path, const std::string& suite, const std::st
       << "      \"threads\": 1,\n      \"iterations\": 1,\n"
       << "      \"real_time\": " << number(e.wall_ms) << ",\n      \"cpu_time\": " << number(e.wall_ms) << ",\n"
       << "      \"time_unit\": \"ms\"";
+    if (!e.label.empty()) j << ",\n      \"label\": \"" << json_escape(e.label) << "\"";
     for (const auto& [k, v] : e.counters) j << ",\n      \"" << k << "\": " << number(v);
     j << "\n    }" << (i + 1 < entries.size() ? "," : "") << "\n";
   }
@@ -203,6 +212,7 @@ struct Options {
   std::vector<int> waiters;
   int duration_ms = 0;
   std::string only;  // faults --only=drift,pause: just these rows
+  partition::Cut cut = partition::Cut::kIptablesDrop;  // partition --cut=iptables|link
   int gap_us = 0;         // stock: a pause between read and write (0: none)
   std::vector<int> vus;   // vus_table: 1,5,50 unless given
   int requests = 0;       // vus_table: 0: the mode's default
@@ -221,14 +231,15 @@ struct Options {
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
-            << "usage: scenarios coupon|faults|herd|stock|vus_table|batch|load_test|pool_rejection|all\n"
+            << "usage: scenarios coupon|faults|partition|herd|stock|vus_table|batch|load_test|pool_rejection|all\n"
             << "                 [--quick|--full|--smoke] [--out=DIR] [--runs=N]\n"
             << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
             << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n"
             << "                 [--keys=K] (batch; --runs=N: fetches per method)\n"
             << "                 [--time_scale=X] (load_test, pool_rejection: every case-study duration / X, "
                "1..10000)\n"
-            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n";
+            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n"
+            << "                 [--cut=iptables|link] (partition)\n";
   std::exit(2);
 }
 
@@ -246,8 +257,8 @@ Options parse(int argc, char** argv) {
   o.out = env != nullptr && *env != '\0' ? env : "results";
   if (argc < 2) usage_error("no subcommand");
   o.command = argv[1];
-  if (o.command != "coupon" && o.command != "faults" && o.command != "herd" && o.command != "stock" &&
-      o.command != "vus_table" && o.command != "batch" && o.command != "load_test" &&
+  if (o.command != "coupon" && o.command != "faults" && o.command != "partition" && o.command != "herd" &&
+      o.command != "stock" && o.command != "vus_table" && o.command != "batch" && o.command != "load_test" &&
       o.command != "pool_rejection" && o.command != "all") {
     usage_error("unknown subcommand '" + o.command + "'");
   }
@@ -286,6 +297,10 @@ Options parse(int argc, char** argv) {
         usage_error("--time_scale needs a number from 1 to 10000, got '" + *v + "'");
       }
       o.time_scale = x;
+    } else if (auto v = value("--cut")) {
+      const auto cut = partition::parse_cut(*v);
+      if (!cut) usage_error("--cut needs iptables or link, got '" + *v + "'");
+      o.cut = *cut;
     } else if (auto v = value("--only")) {
       o.only = "," + *v + ",";
     } else if (auto v = value("--keys")) {
@@ -407,17 +422,6 @@ void run_coupon_scenario(const Options& o) {
 
 // ------------------------------------------------------------ faults
 
-std::string partition_unavailable() {
-  if (::geteuid() != 0) return "not root";
-  for (const char* tool : {"ip", "iptables"}) {
-    if (std::system((std::string("command -v ") + tool + " >/dev/null 2>&1").c_str()) != 0) {
-      return std::string(tool) + " not installed";
-    }
-  }
-  if (std::system("ip netns list >/dev/null 2>&1") != 0) return "`ip netns` is not permitted here";
-  return "";
-}
-
 void run_faults_scenario(const Options& o) {
   struct Row {
     Fault fault;
@@ -494,15 +498,45 @@ void run_faults_scenario(const Options& o) {
               << std::setw(12) << range(l.rejections) << std::setw(8) << range(l.issued) << std::setw(11)
               << range(l.lost) << std::setw(12) << range(l.errors) << "   " << victim << "\n";
   }
-  const std::string why = partition_unavailable();
-  if (!why.empty()) {
-    std::cout << "\npartition: skipped (" << why
-              << "); it needs root, iproute2 (`ip netns`) and iptables to cut the holder's namespace off\n";
-  } else {
-    std::cout << "\npartition: root, ip netns and iptables are present, but this build has no partition "
-                 "experiment yet: skipped\n";
-  }
+  std::cout << "\n(the network partition has its own subcommand: scenarios partition)\n";
   write_json(o.out + "/scenario_faults.json", "scenario_faults", o.mode, entries);
+}
+
+// ------------------------------------------------------------ partition
+
+void run_partition_scenario(const Options& o) {
+  partition::PartitionConfig c;
+  c.cut = o.cut;
+  c.runs = o.runs > 0 ? o.runs : o.sized(3, 10, 1);
+  const std::string path = o.out + "/scenario_partition.json";
+  const std::string why = partition::partition_unavailable(c.cut);
+  if (!why.empty()) {
+    // One row that says so: the file is still written (a stale result of
+    // another machine must not stand in for this one), the exit status 0.
+    std::cout << "\npartition: skipped: " << why << "\n";
+    Entry e;
+    e.name = "scenario_partition/skipped";
+    e.counters = {{"partition_skipped", 1.0}};
+    e.label = "skipped: " + why;
+    write_json(path, "scenario_partition", o.mode, {e});
+    return;
+  }
+  const std::vector<partition::RunOutcome> runs = partition::run_partition(c);
+  std::vector<Entry> entries;
+  for (std::size_t i = 0; i < runs.front().locks.size(); ++i) {
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      Entry e;
+      e.name = "scenario_partition/" + runs[r].locks[i].lock;
+      e.family = static_cast<int>(i);
+      e.repetitions = static_cast<int>(runs.size());
+      e.repetition_index = static_cast<int>(r);
+      e.wall_ms = runs[r].wall_ms;
+      e.counters = partition::counters(runs[r].locks[i], runs[r], c);
+      entries.push_back(e);
+    }
+  }
+  partition::print_table(std::cout, runs, c);
+  write_json(path, "scenario_partition", o.mode, entries);
 }
 
 // ------------------------------------------------------------ herd
@@ -1288,6 +1322,7 @@ int main(int argc, char** argv) {
     const auto start = Clock::now();
     if (o.command == "coupon" || o.command == "all") run_coupon_scenario(o);
     if (o.command == "faults" || o.command == "all") run_faults_scenario(o);
+    if (o.command == "partition" || o.command == "all") run_partition_scenario(o);
     if (o.command == "herd" || o.command == "all") run_herd_scenario(o);
     if (o.command == "stock" || o.command == "all") run_stock_scenario(o);
     if (o.command == "vus_table" || o.command == "all") run_vus_scenario(o);

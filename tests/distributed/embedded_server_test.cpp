@@ -166,5 +166,38 @@ TEST(EmbeddedServerTest, DebugCommandsRunWhenEnabled) {
   EXPECT_EQ(c.command({"DEBUG", "SLEEP", "0"}).as_string(), "OK");
 }
 
+// The partition scenario's options, on loopback (no namespace needed): a
+// launch prefix that execs the server in place (`env`, as `ip netns exec`
+// does) keeps the pid ours, and every bind address is bound, the first one
+// being host(). 127.0.0.2 is loopback too (all of 127/8 is on lo).
+TEST(EmbeddedServerTest, RunsBehindALaunchPrefixOnTheAddressesItIsGiven) {
+  EmbeddedServer::Options o;
+  o.launch_prefix = {"/usr/bin/env"};
+  o.bind = {"127.0.0.2", "127.0.0.1"};
+  EmbeddedServer server(o);
+  EXPECT_EQ(server.host(), "127.0.0.2");
+  Client c(server.client_options());
+  EXPECT_EQ(config(c, "bind"), "127.0.0.2 127.0.0.1");
+  const std::string info = c.command({"INFO", "server"}).as_string();
+  EXPECT_NE(info.find("process_id:" + std::to_string(server.pid()) + "\r"), std::string::npos)
+      << "the prefix did not exec the server in place";
+  Client::Options second = server.client_options();
+  second.host = "127.0.0.1";
+  Client c2(second);
+  EXPECT_EQ(c2.command({"PING"}).as_string(), "PONG");
+}
+
+TEST(EmbeddedServerTest, ALaunchPrefixThatFailsIsAClearError) {
+  EmbeddedServer::Options o;
+  o.launch_prefix = {"/usr/bin/env", "--no-such-option"};
+  o.start_timeout = std::chrono::milliseconds(2'000);
+  try {
+    EmbeddedServer server(o);
+    FAIL() << "a server started behind a failing prefix";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("exited at start"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace locklab::redis::testing
