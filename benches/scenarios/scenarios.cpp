@@ -59,7 +59,8 @@
 //       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
 //       of each fault, herd at 1 and 50 waiters for 300 ms, 50
 //       vus_table requests, 5 fetches per batch method, load_test at time
-//       scales 120 and 300, pool_rejection 4 s at 5
+//       scales 120 and 300, pool_rejection 4 s at 5, token_sources 150 ms
+//       a point; coupon and faults against both resources
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
@@ -72,7 +73,11 @@
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
 // for pool_rejection (at the case study's own speed). --smoke took 27 s on
-// a 2-core lab machine (load average about 1).
+// a 2-core lab machine (load average about 1), before the PostgreSQL rows
+// and token_sources, which add coupon 2.4 s, faults 5.5 s and
+// token_sources 3.6 s to it (measured alone at load average 14, so an
+// upper bound); quick adds token_sources ~9 s (8 points of 1 s) and the
+// faults' and coupon's +pg rows (about as long as their Redis rows).
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -1267,7 +1272,9 @@ void run_token_sources_scenario(const Options& o) {
                     {"p95_ms", r.p95_ms},
                     {"max_ms", r.max_ms},
                     {"tokens", static_cast<double>(r.tokens)},
-                    {"tokens_per_s", r.tokens_per_s},
+                    // tokens per second, all waiters together: the name every suite
+                    // gives its throughput, so the plots draw it against waiters
+                    {"items_per_second", r.tokens_per_s},
                     {"extra_round_trips_per_token", static_cast<double>(tokens::extra_round_trips(source))},
                     {"unique_and_increasing", r.unique_and_increasing ? 1.0 : 0.0},
                     {"resource_postgres", source == tokens::Source::kPgNextval ||

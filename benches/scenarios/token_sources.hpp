@@ -37,9 +37,10 @@
 // (sequences are not transactional: no row lock, nothing to roll back),
 // while UPDATE ... RETURNING holds the row lock until its commit, so at 50
 // waiters its tokens queue behind each other's commits. And only the row's
-// tokens are as durable as the database's commits: a sequence hands out
-// numbers ahead of its WAL (it logs 32 at a time) and a Redis counter
-// without persistence restarts at 1 (distributed/fencing.hpp's essay).
+// tokens are as durable as the database's commits: a sequence's numbers
+// are tied to no commit (a bare nextval waits for no WAL flush), so a crash
+// may hand one out again, and a Redis counter without persistence restarts
+// at 1 (distributed/fencing.hpp's essay).
 #pragma once
 
 #include <algorithm>
