@@ -14,8 +14,8 @@
 //                          pg_advisory_unlock on a session of each waiter's own
 //   pg.select_for_update   postgres/row_lock.hpp: BEGIN; SELECT ... FOR UPDATE
 //                          on one row / COMMIT
-// Both wait inside the server, in its lock queue (first come first served,
-// one wake-up per release), so they are the database's answer to
+// Both wait inside the server, in its lock queues (a queue in arrival
+// order, woken one at a time, not a herd), so they are the database's answer to
 // FairLock's hand-off, at 2 round trips per acquisition whatever the
 // contention.
 //

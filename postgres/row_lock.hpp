@@ -16,9 +16,11 @@
 //   unlock()          COMMIT                               one round trip
 // The three statements of an acquire travel as one simple query, so an
 // uncontended lock() + unlock() is 2 round trips, like the Redis locks and
-// AdvisoryLock. A waiter sleeps in the server's lock queue on the row's
-// transaction (first come first served, one wake-up per release), as
-// AdvisoryLock's do; SET LOCAL dies with the transaction, so unlike
+// AdvisoryLock. A waiter sleeps in the server: the first in line on the
+// holder's transaction, the others in the queue of the row's tuple lock
+// behind it, so a release wakes the next in line (and it the one after,
+// as it takes the row), a queue and not a herd, as AdvisoryLock's waiters
+// are; SET LOCAL dies with the transaction, so unlike
 // AdvisoryLock no session state is tracked. The price over the advisory
 // lock is a transaction and a row version check per acquisition, and a
 // transaction open for as long as the lock is held (which holds back
