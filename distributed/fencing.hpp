@@ -99,7 +99,8 @@
 // resource relies on.
 //
 // What the resource must do: compare and write atomically (here one Lua
-// script; a SQL `UPDATE ... WHERE token < ?`; a compare-and-set). A resource
+// script; a SQL `UPDATE ... WHERE token < ?`, which pg::FencedResource in
+// postgres/fenced_resource.hpp is; a compare-and-set). A resource
 // that reads the token, then writes, has the same race the lock had.
 //
 // Tokens are compared as Lua numbers (doubles) inside the scripts: exact

@@ -51,6 +51,22 @@ bool server_binaries_in(const std::string& dir) {
   return executable(dir + "/initdb") && executable(dir + "/postgres");
 }
 
+// Whether `uid` (group `gid`) may enter every directory on the way to and
+// including `path`: the server's user must reach its temporary directory.
+bool searchable_by(const std::string& path, uid_t uid, gid_t gid) {
+  fs::path p = fs::absolute(path);
+  for (fs::path at = p; !at.empty(); at = at.parent_path()) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return false;
+    const bool ok = st.st_uid == uid ? (st.st_mode & S_IXUSR) != 0
+                    : st.st_gid == gid ? (st.st_mode & S_IXGRP) != 0
+                                       : (st.st_mode & S_IXOTH) != 0;
+    if (!ok) return false;
+    if (at == at.root_path()) break;
+  }
+  return true;
+}
+
 std::string random_password() {
   std::random_device rd;
   static constexpr char kHex[] = "0123456789abcdef";
@@ -142,7 +158,11 @@ EmbeddedPostgres::EmbeddedPostgres(Options options) : options_(std::move(options
     }
   }
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/locklab-pg-XXXXXX";
+  std::string base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  // Root's $TMPDIR may be closed to the server's user (under /root, say):
+  // then /tmp, which every user may enter.
+  if (drop_privileges_ && !searchable_by(base, uid_, gid_)) base = "/tmp";
+  std::string pattern = base + "/locklab-pg-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw Error(Error::Kind::kStart, "EmbeddedPostgres: mkdtemp(" + pattern + "): " + std::strerror(errno));
   }
@@ -292,10 +312,23 @@ bool EmbeddedPostgres::launch(int port, std::string& why) {
 
 void EmbeddedPostgres::stop() noexcept {
   if (pid_ <= 0) return;
-  ::kill(pid_, SIGQUIT);  // immediate shutdown
-  if (wait_exit(pid_, std::chrono::milliseconds(5'000)) < 0) {
-    // wait_exit SIGKILLed the postmaster; its backends are in its group.
-    ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGQUIT);  // immediate shutdown: the postmaster stops every backend, then exits
+  // 5 s: the postmaster itself SIGKILLs backends that ignore its SIGQUIT
+  // after 5 s too, so this waits out its own escalation only in the worst case.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(5'000);
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) break;
+    if (Clock::now() >= deadline) {
+      // The whole group (setpgid in spawn): the postmaster and its backends,
+      // before the postmaster is reaped and its id can be reused.
+      ::kill(-pid_, SIGKILL);
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   pid_ = -1;
 }

@@ -55,6 +55,16 @@
 //   (antirez's rule: restart only after every lease it granted has expired).
 //   Nobody can acquire while the victim still works, so no violation even
 //   unfenced: the rule fixes restarts (not pauses, not drift).
+// The resource: Redis (the default: the counter a string key, the fenced
+// resource redis::FencedResource's hash, both on the db server) or
+// PostgreSQL (CouponConfig::resource = kPostgres: both are rows of
+// pg::FencedResource's table on an EmbeddedPostgres, or on LOCKLAB_PG_URL's
+// server; the unfenced write a plain UPDATE, the fenced one the database's
+// conditional UPDATE, which refuses and counts a stale token itself). The
+// lock servers, the token counter and the side-channel key stay in Redis:
+// only what the lock protects moves. CouponResult::resource_rejections is
+// the resource's own count of refusals (the hash's field, the row's column),
+// read from its server at the end of the run.
 // Fenced runs are safe here because the resource orders writers by token
 // and every other holder's critical section is short (ms) against its
 // lease; FencedResource checks writes only, so two holders that both READ
@@ -93,6 +103,9 @@
 #include "distributed/lock_lost.hpp"
 #include "distributed/red_lock.hpp"
 #include "distributed/spin_lock.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/embedded_postgres.hpp"
+#include "postgres/fenced_resource.hpp"
 
 namespace locklab::scenarios {
 
@@ -112,6 +125,11 @@ inline const char* fault_name(Fault f) {
   }
   return "?";
 }
+
+// Where the coupons are kept (see the essay).
+enum class Resource { kRedis, kPostgres };
+
+inline const char* resource_label(Resource r) { return r == Resource::kPostgres ? "postgres" : "redis"; }
 
 // "k=v;k=v" <-> map: how a child process gets its configuration.
 using Args = std::map<std::string, std::string>;
@@ -145,6 +163,7 @@ struct CouponConfig {
   Fault fault = Fault::kNone;
   bool fenced = false;
   bool red_lock = true;  // else SpinLock / FencedSpinLock on one server
+  Resource resource = Resource::kRedis;
   int coupons = 100;
   int clients = 40;
   bool processes = false;  // each client its own process (needs a Launcher)
@@ -198,6 +217,10 @@ struct CouponResult {
   double token_p95_ms = -1;  // -1: no separate token step
   std::string victim;        // what the victim saw ("rejected", "issued", ...)
   double victim_validity_ms = -1;
+  // The refusals the resource itself counted (Redis hash field or
+  // PostgreSQL column `rejected`); equals tally.fence_rejections unless a
+  // client lost a reply.
+  std::int64_t resource_rejections = 0;
   double wall_ms = 0;
   bool violation() const { return phantom != 0; }
 };
@@ -212,6 +235,7 @@ inline double percentile(std::vector<double> v, double p) {
 struct Ports {
   int db = 0;
   std::vector<int> lock;
+  std::string pg_url;  // Resource::kPostgres: the server's URL (with its password)
 };
 
 // One client's connections and lock, in any process.
@@ -241,7 +265,17 @@ class CouponClient {
       spin_ = std::make_unique<redis::SpinLock>(*locks_.at(0), lock_name(), o);
     }
     if (c.fenced && !fenced_spin_) tokens_ = std::make_unique<redis::FencingTokens>(*db_, lock_name());
-    resource_ = std::make_unique<redis::FencedResource>(*db_, resource_name());
+    if (c.resource == Resource::kPostgres) {
+      pg::Connection::Options o = pg::Connection::Options::from_url(ports.pg_url);
+      o.connect_timeout = std::chrono::seconds(2);
+      pg_ = std::make_unique<pg::Connection>(o);
+      // Both rows of pg::FencedResource's table: the fenced resource, and the
+      // plain counter of unfenced runs (written without a token check).
+      pg_resource_ = std::make_unique<pg::FencedResource>(*pg_, resource_name());
+      pg_counter_ = std::make_unique<pg::FencedResource>(*pg_, counter_name());
+    } else {
+      resource_ = std::make_unique<redis::FencedResource>(*db_, resource_name());
+    }
   }
 
   std::string lock_name() const { return config_.prefix + ":lock"; }
@@ -281,6 +315,10 @@ class CouponClient {
     return spin_->is_held_by_current_thread();
   }
   std::int64_t read() {
+    if (pg_) {
+      auto v = (config_.fenced ? pg_resource_ : pg_counter_)->read();
+      return v ? std::stoll(*v) : 0;
+    }
     if (config_.fenced) {
       auto v = resource_->read();
       return v ? std::stoll(*v) : 0;
@@ -291,7 +329,11 @@ class CouponClient {
   // True if the resource took the write.
   bool write(std::int64_t token, std::int64_t value) {
     bool ok = true;
-    if (config_.fenced) {
+    if (pg_ && config_.fenced) {
+      ok = pg_resource_->write(token, std::to_string(value)).accepted;
+    } else if (pg_) {
+      pg_->exec("UPDATE locklab_fenced_resource SET value = $2 WHERE name = $1", {counter_name(), value});
+    } else if (config_.fenced) {
       ok = resource_->write(token, std::to_string(value)).accepted;
     } else {
       db_->command({"SET", counter_name(), std::to_string(value)});
@@ -299,6 +341,15 @@ class CouponClient {
     if (ok) db_->command({"INCR", commits_name()});
     return ok;
   }
+  // The refusals the resource counted itself (see CouponResult).
+  std::int64_t resource_rejections() { return pg_ ? pg_resource_->totals().rejected : resource_->totals().rejected; }
+  // Back to a fresh resource (the Redis side is FLUSHALLed by World::flush).
+  void clear_postgres() {
+    if (!pg_) return;
+    pg_resource_->clear();
+    pg_counter_->clear();
+  }
+
   std::int64_t commits() {
     redis::Reply r = db_->command({"GET", commits_name()});
     return r.is_nil() ? 0 : std::stoll(r.as_string());
@@ -343,6 +394,10 @@ class CouponClient {
         ++t.errors;
         release_counted(t);
         std::this_thread::sleep_for(config_.retry);
+      } catch (const pg::Error&) {
+        ++t.errors;
+        release_counted(t);
+        std::this_thread::sleep_for(config_.retry);
       }
     }
     return t;
@@ -365,6 +420,9 @@ class CouponClient {
   std::unique_ptr<redis::FencedSpinLock> fenced_spin_;
   std::unique_ptr<redis::FencingTokens> tokens_;
   std::unique_ptr<redis::FencedResource> resource_;
+  std::unique_ptr<pg::Connection> pg_;
+  std::unique_ptr<pg::FencedResource> pg_resource_;
+  std::unique_ptr<pg::FencedResource> pg_counter_;
 };
 
 // The configuration and world of a child, as Args.
@@ -372,6 +430,8 @@ inline Args child_args(const CouponConfig& c, const Ports& p, const std::string&
   Args a{{"fault", std::to_string(static_cast<int>(c.fault))},
          {"fenced", c.fenced ? "1" : "0"},
          {"red_lock", c.red_lock ? "1" : "0"},
+         {"resource", std::to_string(static_cast<int>(c.resource))},
+         {"pg_url", p.pg_url},
          {"coupons", std::to_string(c.coupons)},
          {"lease", std::to_string(c.lease.count())},
          {"lock_timeout", std::to_string(c.lock_timeout.count())},
@@ -390,6 +450,8 @@ inline void from_args(const Args& a, CouponConfig& c, Ports& p) {
   c.fault = static_cast<Fault>(arg_int(a, "fault"));
   c.fenced = arg_int(a, "fenced") != 0;
   c.red_lock = arg_int(a, "red_lock") != 0;
+  c.resource = static_cast<Resource>(arg_int(a, "resource"));
+  p.pg_url = a.at("pg_url");
   c.coupons = static_cast<int>(arg_int(a, "coupons"));
   c.lease = ms(arg_int(a, "lease"));
   c.lock_timeout = ms(arg_int(a, "lock_timeout"));
@@ -430,6 +492,9 @@ inline int client_main(const Args& a) {
     } catch (const redis::Error&) {
       if (Clock::now() >= until) throw;
       std::this_thread::sleep_for(10ms);
+    } catch (const pg::Error&) {
+      if (Clock::now() >= until) throw;
+      std::this_thread::sleep_for(10ms);
     }
   }
   write_file(a.at("out"), client->run(until).encode_line());
@@ -459,19 +524,27 @@ inline int victim_main(const Args& a) {
   return 0;
 }
 
-// The servers of one scenario: the db and the lock servers.
+// The servers of one scenario: the db and the lock servers, and the
+// PostgreSQL server of Resource::kPostgres runs (started by the first such
+// run: LOCKLAB_PG_URL's, else an EmbeddedPostgres).
 struct World {
   std::unique_ptr<redis::EmbeddedServer> db;
   std::vector<std::unique_ptr<redis::EmbeddedServer>> lock;
+  std::unique_ptr<pg::ServerFromEnvOrEmbedded> postgres;
 
   explicit World(int lock_servers) {
     db = std::make_unique<redis::EmbeddedServer>();
     lock = redis::EmbeddedServer::start_many(lock_servers);
   }
   Ports ports() const {
-    Ports p{db->port(), {}};
+    Ports p{db->port(), {}, postgres ? postgres->options().url : ""};
     for (auto& l : lock) p.lock.push_back(l->port());
     return p;
+  }
+  // Starts the PostgreSQL side if it is not running yet (from the thread
+  // that calls run_coupon: see EmbeddedPostgres's PR_SET_PDEATHSIG).
+  void need_postgres() {
+    if (!postgres) postgres = std::make_unique<pg::ServerFromEnvOrEmbedded>();
   }
   void flush() {
     for (redis::EmbeddedServer* s : all()) {
@@ -525,12 +598,14 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   if (c.red_lock != (world.lock.size() == 3) || (!c.red_lock && world.lock.size() != 1)) {
     throw std::invalid_argument("run_coupon: RedLock needs a world of 3 lock servers, SpinLock of 1");
   }
+  if (c.resource == Resource::kPostgres) world.need_postgres();
   world.flush();
   const Ports ports = world.ports();
   const auto start = Clock::now();
   const auto until = start + c.run_cap;
   CouponResult result;
   CouponClient probe(ports, c);
+  probe.clear_postgres();
   char tmpl[] = "/tmp/locklab-coupon-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl) != nullptr ? tmpl : throw std::runtime_error("mkdtemp failed");
   struct RemoveDir {
@@ -587,6 +662,9 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
           ok ? ++victim_tally.issued : ++victim_tally.fence_rejections;
           result.victim = ok ? "issued" : "rejected";
         } catch (const redis::Error&) {
+          ++victim_tally.errors;
+          result.victim = "error";
+        } catch (const pg::Error&) {
           ++victim_tally.errors;
           result.victim = "error";
         }
@@ -675,16 +753,18 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   result.tally.add(victim_tally);
   result.actual = probe.read();
   result.phantom = result.tally.issued - result.actual;
+  result.resource_rejections = c.fenced ? probe.resource_rejections() : 0;
   result.token_p95_ms = percentile(result.tally.token_ms, 0.95);
   result.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return result;
 }
 
 // The standard configuration of each fault.
-inline CouponConfig fault_config(Fault f, bool fenced) {
+inline CouponConfig fault_config(Fault f, bool fenced, Resource resource = Resource::kRedis) {
   CouponConfig c;
   c.fault = f;
   c.fenced = fenced;
+  c.resource = resource;
   c.red_lock = f == Fault::kNone || f == Fault::kDrift;
   c.lease = f == Fault::kPause ? 500ms : 1'000ms;
   return c;

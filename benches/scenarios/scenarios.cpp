@@ -15,6 +15,13 @@
 //       fencing, N runs each (quick: 10 for drift and pause, the lab's
 //       goal; 2 for the restarts); a network partition only where root, `ip
 //       netns` and iptables exist (else a message says why it is skipped)
+//   coupon and faults take --resource=redis|postgres|both (default both):
+//       where the coupons are kept, Redis or a PostgreSQL row whose
+//       conditional UPDATE is the fence (coupon.hpp). PostgreSQL rows are
+//       named <row>+pg (before +fence) and carry resource_postgres = 1;
+//       faults runs drift, pause and restart against it (restart_delayed
+//       is about the lock server alone). The server: LOCKLAB_PG_URL's, else
+//       an EmbeddedPostgres.
 //   scenarios herd [--processes=P] [--waiters=1,10,50] [--duration_ms=D]
 //       the ticket-sale semaphore herd: N waiters in each of P processes
 //       on one PermitSemaphore(1), raw (the case study's "before":
@@ -41,13 +48,19 @@
 //       (pool_rejection.hpp): a cache stampede on a core 2 / max 8 / queue 50 refresh executor,
 //       PubSubLock try_lock_for(3 s) vs try_lock_for(0); every duration / X
 //       (quick: 5, 10 s; full: 1, 30 s; durations in the case study's time)
-//   scenarios all [--quick|--full|--smoke]        all eight, quick by default;
+//   scenarios token_sources [--waiters=1,50] [--duration_ms=D]  where a
+//       fencing token comes from: INCR inside the acquire script, a separate
+//       INCR, a PostgreSQL sequence, a PostgreSQL row's UPDATE ... RETURNING;
+//       p50/p95 per token at 1 and 50 waiters for D ms each (quick 1,000,
+//       full 3,000, smoke 150; token_sources.hpp)
+//   scenarios all [--quick|--full|--smoke]        all nine, quick by default;
 //       --smoke (./lab test): the least work that still writes every row and
 //       column of every file, for checking the notebooks, not for reading:
 //       coupon with 30 coupons and 12 clients (the faults' sizes), 1 run
 //       of each fault, herd at 1 and 50 waiters for 300 ms, 50
 //       vus_table requests, 5 fetches per batch method, load_test at time
-//       scales 120 and 300, pool_rejection 4 s at 5
+//       scales 120 and 300, pool_rejection 4 s at 5, token_sources 150 ms
+//       a point; coupon and faults against both resources
 // Common flags: --out=DIR (default $LOCKLAB_RESULTS_DIR or ./results).
 // Bad flags: a message naming the flag and the usage, exit status 2, and
 // nothing written.
@@ -60,7 +73,11 @@
 // counts for the herd, 3 runs of each stock row, 1,000 requests per
 // vus_table cell, 100 fetches per batch method, 88 s for load_test and 60 s
 // for pool_rejection (at the case study's own speed). --smoke took 27 s on
-// a 2-core lab machine (load average about 1).
+// a 2-core lab machine (load average about 1), before the PostgreSQL rows
+// and token_sources, which add coupon 2.4 s, faults 5.5 s and
+// token_sources 3.6 s to it (measured alone at load average 14, so an
+// upper bound); quick adds token_sources ~9 s (8 points of 1 s) and the
+// faults' and coupon's +pg rows (about as long as their Redis rows).
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -86,6 +103,7 @@
 #include "benches/scenarios/coupon.hpp"
 #include "benches/scenarios/stock.hpp"
 #include "benches/scenarios/stock_baselines.hpp"
+#include "benches/scenarios/token_sources.hpp"
 #include "postgres/embedded_postgres.hpp"
 #include "benches/scenarios/vus_table.hpp"
 #include "benches/scenarios/load_test.hpp"
@@ -205,6 +223,7 @@ struct Options {
   std::vector<int> waiters;
   int duration_ms = 0;
   std::string only;  // faults --only=drift,pause: just these rows
+  std::vector<Resource> resources = {Resource::kRedis, Resource::kPostgres};  // coupon, faults: --resource
   int gap_us = 0;         // stock: a pause between read and write (0: none)
   std::vector<int> vus;   // vus_table: 1,5,50 unless given
   int requests = 0;       // vus_table: 0: the mode's default
@@ -223,14 +242,16 @@ struct Options {
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
-            << "usage: scenarios coupon|faults|herd|stock|vus_table|batch|load_test|pool_rejection|all\n"
+            << "usage: scenarios coupon|faults|herd|stock|vus_table|batch|load_test|pool_rejection|token_sources|all\n"
             << "                 [--quick|--full|--smoke] [--out=DIR] [--runs=N]\n"
-            << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd)\n"
+            << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd, "
+               "token_sources)\n"
             << "                 [--gap_us=U] (stock) [--vus=1,5,50] [--requests=N] [--think_us=U] (vus_table)\n"
             << "                 [--keys=K] (batch; --runs=N: fetches per method)\n"
             << "                 [--time_scale=X] (load_test, pool_rejection: every case-study duration / X, "
                "1..10000)\n"
-            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n";
+            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n"
+            << "                 [--resource=redis|postgres|both] (coupon, faults)\n";
   std::exit(2);
 }
 
@@ -250,7 +271,7 @@ Options parse(int argc, char** argv) {
   o.command = argv[1];
   if (o.command != "coupon" && o.command != "faults" && o.command != "herd" && o.command != "stock" &&
       o.command != "vus_table" && o.command != "batch" && o.command != "load_test" &&
-      o.command != "pool_rejection" && o.command != "all") {
+      o.command != "pool_rejection" && o.command != "token_sources" && o.command != "all") {
     usage_error("unknown subcommand '" + o.command + "'");
   }
   for (int i = 2; i < argc; ++i) {
@@ -288,6 +309,16 @@ Options parse(int argc, char** argv) {
         usage_error("--time_scale needs a number from 1 to 10000, got '" + *v + "'");
       }
       o.time_scale = x;
+    } else if (auto v = value("--resource")) {
+      if (*v == "redis") {
+        o.resources = {Resource::kRedis};
+      } else if (*v == "postgres") {
+        o.resources = {Resource::kPostgres};
+      } else if (*v == "both") {
+        o.resources = {Resource::kRedis, Resource::kPostgres};
+      } else {
+        usage_error("--resource needs redis, postgres or both, got '" + *v + "'");
+      }
     } else if (auto v = value("--only")) {
       o.only = "," + *v + ",";
     } else if (auto v = value("--keys")) {
@@ -339,8 +370,15 @@ std::vector<std::pair<std::string, double>> coupon_counters(const CouponResult& 
           // What the drift victim's RedLock validity() said right before its
           // stale write (-1 in a row without the drift fault, where no victim writes).
           {"victim_validity_ms", r.victim_validity_ms},
+          // The refusals the resource counted itself: the Redis hash's
+          // `rejected` field, or PostgreSQL's `rejected` column (0 unfenced).
+          {"resource_rejections", static_cast<double>(r.resource_rejections)},
           {"violation", r.violation() ? 1.0 : 0.0}};
 }
+
+// "+pg" for rows whose resource is PostgreSQL; written before "+fence", so
+// that a row's unfenced twin is its name without "+fence".
+std::string resource_tag(Resource r) { return r == Resource::kPostgres ? "+pg" : ""; }
 
 void run_coupon_scenario(const Options& o) {
   const bool procs = o.processes_flag;
@@ -350,16 +388,18 @@ void run_coupon_scenario(const Options& o) {
     Fault fault;
     bool fenced;
   };
-  const std::vector<Row> rows = {{"RedLock", Fault::kNone, false},
-                                 {"RedLock+drift", Fault::kDrift, false},
-                                 {"RedLock+drift+fence", Fault::kDrift, true}};
   // Smoke: the faults' sizes (the drift still strikes once, on the victim).
   const int coupons = o.sized(100, 100, 30), clients = o.sized(40, 40, 12);
-  std::vector<CouponResult> results;
   std::vector<Entry> entries;
   int family = 0;
+  for (const Resource resource : o.resources) {
+  const std::string tag = resource_tag(resource);
+  const std::vector<Row> rows = {{"RedLock" + tag, Fault::kNone, false},
+                                 {"RedLock+drift" + tag, Fault::kDrift, false},
+                                 {"RedLock+drift" + tag + "+fence", Fault::kDrift, true}};
+  std::vector<CouponResult> results;
   for (const Row& row : rows) {
-    CouponConfig c = fault_config(row.fault, row.fenced);
+    CouponConfig c = fault_config(row.fault, row.fenced, resource);
     c.coupons = coupons;
     c.clients = clients;
     c.processes = procs;
@@ -373,10 +413,12 @@ void run_coupon_scenario(const Options& o) {
     e.wall_ms = r.wall_ms;
     e.counters = coupon_counters(r);
     e.counters.emplace_back("client_processes", procs ? double(clients) : 0.0);
+    e.counters.emplace_back("resource_postgres", resource == Resource::kPostgres ? 1.0 : 0.0);
     entries.push_back(e);
   }
   std::cout << "\ncoupon: " << coupons << " coupons, " << clients << " clients (" << (procs ? "processes" : "threads")
-            << "), RedLock over 3 redis-servers, lease 1,000 ms, lock timeout 250 ms, skew 900 ms on 2 nodes\n"
+            << "), RedLock over 3 redis-servers, lease 1,000 ms, lock timeout 250 ms, skew 900 ms on 2 nodes; "
+            << "the coupons in " << (resource == Resource::kPostgres ? "a PostgreSQL row" : "Redis") << "\n"
             << "(coupon sale case study: 40 VUs x 25 s, lock timeout 2,000 ms; its fence column is its Redis-INCR "
                "run)\n\n";
   const char* names[] = {"issued responses", "actually issued", "phantom issues", "after sold out",
@@ -403,7 +445,9 @@ void run_coupon_scenario(const Options& o) {
   }
   std::cout << "(ours, drift: the victim's validity() said " << cell(results[1].victim_validity_ms)
             << " ms left when it wrote; its write was " << results[1].victim << "; fenced: " << results[2].victim
-            << ")\n";
+            << "; refusals the " << resource_label(resource) << " resource counted itself: "
+            << results[2].resource_rejections << ")\n";
+  }
   write_json(o.out + "/scenario_coupon.json", "scenario_coupon", o.mode, entries);
 }
 
@@ -427,36 +471,47 @@ void run_faults_scenario(const Options& o) {
   };
   const int goal_runs = o.runs > 0 ? o.runs : o.sized(10, 10, 1);
   const int other_runs = o.runs > 0 ? o.runs : o.sized(2, 10, 1);
-  const std::vector<Row> rows = {{Fault::kDrift, goal_runs},
-                                 {Fault::kPause, goal_runs},
-                                 {Fault::kRestart, other_runs},
-                                 {Fault::kRestartDelayed, other_runs}};
+  struct ResourceRow {
+    Fault fault;
+    int runs;
+    Resource resource;
+  };
+  std::vector<ResourceRow> rows;
+  for (const Resource resource : o.resources) {
+    rows.push_back({Fault::kDrift, goal_runs, resource});
+    rows.push_back({Fault::kPause, goal_runs, resource});
+    rows.push_back({Fault::kRestart, other_runs, resource});
+    // The delayed restart is about the lock server alone: where the
+    // coupons are kept changes nothing in it.
+    if (resource == Resource::kRedis) rows.push_back({Fault::kRestartDelayed, other_runs, resource});
+  }
   World red(3);
   World single(1);
   std::vector<Entry> entries;
   struct Line {
     std::string name;
     int runs = 0, violations = 0;
-    std::vector<double> phantom, rejections, lost, errors, issued;
+    std::vector<double> phantom, rejections, resource_rejections, lost, errors, issued;
     std::map<std::string, int> victim;
   };
   std::vector<Line> lines;
   int family = 0;
-  for (const Row& row : rows) {
+  for (const ResourceRow& row : rows) {
     if (!o.only.empty() && o.only.find("," + std::string(fault_name(row.fault)) + ",") == std::string::npos) continue;
     for (bool fenced : {false, true}) {
-      CouponConfig c = fault_config(row.fault, fenced);
+      CouponConfig c = fault_config(row.fault, fenced, row.resource);
       // Small enough for 10 runs a row, big enough for contention.
       c.coupons = 30;
       c.clients = 12;
       Line line;
-      line.name = std::string(fault_name(row.fault)) + (fenced ? "+fence" : "");
+      line.name = std::string(fault_name(row.fault)) + resource_tag(row.resource) + (fenced ? "+fence" : "");
       for (int run = 0; run < row.runs; ++run) {
         const CouponResult r = run_coupon(c.red_lock ? red : single, c, spawn_role);
         ++line.runs;
         line.violations += r.violation() ? 1 : 0;
         line.phantom.push_back(double(r.phantom));
         line.rejections.push_back(double(r.tally.fence_rejections));
+        line.resource_rejections.push_back(double(r.resource_rejections));
         line.lost.push_back(double(r.tally.lock_lost));
         line.errors.push_back(double(r.tally.errors));
         line.issued.push_back(double(r.actual));
@@ -468,6 +523,7 @@ void run_faults_scenario(const Options& o) {
         e.repetition_index = run;
         e.wall_ms = r.wall_ms;
         e.counters = coupon_counters(r);
+        e.counters.emplace_back("resource_postgres", row.resource == Resource::kPostgres ? 1.0 : 0.0);
         entries.push_back(e);
       }
       ++family;
@@ -484,16 +540,19 @@ void run_faults_scenario(const Options& o) {
   };
   std::cout << "\n\nfaults: 30 coupons, 12 clients, one victim holding the lock when the fault strikes\n"
             << "(coupon sale case study, drift: 3 phantom issues in its one run, 0 with a fencing token, 45 writes "
-               "blocked)\n\n"
+               "blocked)\n"
+            << "(+pg: the coupons in a PostgreSQL row; db rej.: the refusals the resource counted itself, the "
+               "Redis hash or the PostgreSQL row)\n\n"
             << std::left << std::setw(22) << "fault" << std::right << std::setw(6) << "runs" << std::setw(12)
-            << "violations" << std::setw(10) << "phantom" << std::setw(12) << "fence rej." << std::setw(8) << "issued"
+            << "violations" << std::setw(10) << "phantom" << std::setw(12) << "fence rej." << std::setw(10) << "db rej." << std::setw(8) << "issued"
             << std::setw(11) << "lock lost" << std::setw(12) << "errors" << "   victim's stale write\n";
   for (const Line& l : lines) {
     std::string victim;
     for (const auto& [word, n] : l.victim) victim += (victim.empty() ? "" : ", ") + word + " x" + std::to_string(n);
     std::cout << std::left << std::setw(22) << l.name << std::right << std::setw(6) << l.runs << std::setw(12)
               << (std::to_string(l.violations) + "/" + std::to_string(l.runs)) << std::setw(10) << range(l.phantom)
-              << std::setw(12) << range(l.rejections) << std::setw(8) << range(l.issued) << std::setw(11)
+              << std::setw(12) << range(l.rejections) << std::setw(10) << range(l.resource_rejections) << std::setw(8)
+              << range(l.issued) << std::setw(11)
               << range(l.lost) << std::setw(12) << range(l.errors) << "   " << victim << "\n";
   }
   const std::string why = partition_unavailable();
@@ -1209,6 +1268,71 @@ void run_load_test_scenario(const Options& o) {
 
 // ------------------------------------------------------------ pool_rejection
 
+// ------------------------------------------------------------ token sources
+
+void run_token_sources_scenario(const Options& o) {
+  const std::vector<int> waiters = !o.waiters.empty() ? o.waiters : std::vector<int>{1, 50};
+  const ms duration(o.duration_ms > 0 ? o.duration_ms : o.sized(1'000, 3'000, 150));
+  redis::EmbeddedServer redis_server;
+  pg::ServerFromEnvOrEmbedded postgres;
+  tokens::Servers servers{redis_server.client_options(), postgres.options()};
+  std::vector<Entry> entries;
+  struct Line {
+    tokens::Source source;
+    int waiters;
+    tokens::Result r;
+  };
+  std::vector<Line> lines;
+  int family = 0;
+  for (const tokens::Source source : tokens::kAllSources) {
+    for (int n : waiters) {
+      tokens::Config c;
+      c.source = source;
+      c.waiters = n;
+      c.duration = duration;
+      const tokens::Result r = tokens::run(servers, c);
+      lines.push_back({source, n, r});
+      Entry e;
+      e.name = std::string("scenario_token_sources/") + tokens::source_id(source) + "/waiters:" + std::to_string(n);
+      e.family = family;
+      e.wall_ms = r.wall_ms;
+      e.counters = {{"p50_ms", r.p50_ms},
+                    {"p95_ms", r.p95_ms},
+                    {"max_ms", r.max_ms},
+                    {"tokens", static_cast<double>(r.tokens)},
+                    // tokens per second, all waiters together: the name every suite
+                    // gives its throughput, so the plots draw it against waiters
+                    {"items_per_second", r.tokens_per_s},
+                    {"extra_round_trips_per_token", static_cast<double>(tokens::extra_round_trips(source))},
+                    {"unique_and_increasing", r.unique_and_increasing ? 1.0 : 0.0},
+                    {"resource_postgres", source == tokens::Source::kPgNextval ||
+                                                  source == tokens::Source::kPgUpdateReturning
+                                              ? 1.0
+                                              : 0.0}};
+      entries.push_back(e);
+      std::cout << "." << std::flush;
+    }
+    ++family;
+  }
+  std::cout << "\n\ntoken_sources: one call that yields one fencing token, " << duration.count()
+            << " ms a point, every waiter with its own connection; PostgreSQL: "
+            << (postgres.embedded() != nullptr ? "embedded (fsync off, synchronous_commit off)" : postgres.describe())
+            << "\n(coupon sale case study, p95 per token: Redis INCR 0.81 ms, its database 7.91 ms)\n\n"
+            << std::left << std::setw(24) << "source" << std::right << std::setw(9) << "waiters" << std::setw(10)
+            << "p50 ms" << std::setw(10) << "p95 ms" << std::setw(10) << "max ms" << std::setw(12) << "tokens/s"
+            << std::setw(12) << "extra RTT" << std::setw(8) << "valid" << "\n";
+  for (const Line& l : lines) {
+    std::cout << std::left << std::setw(24) << tokens::source_id(l.source) << std::right << std::setw(9) << l.waiters
+              << std::setw(10) << cell(l.r.p50_ms, 3) << std::setw(10) << cell(l.r.p95_ms, 3) << std::setw(10)
+              << cell(l.r.max_ms, 2) << std::setw(12) << cell(l.r.tokens_per_s) << std::setw(12)
+              << tokens::extra_round_trips(l.source) << std::setw(8) << (l.r.unique_and_increasing ? "yes" : "NO")
+              << "\n";
+  }
+  std::cout << "(extra RTT: round trips a token adds to the acquire's own; valid: every waiter's tokens increased and "
+               "no shared counter gave a number twice)\n";
+  write_json(o.out + "/scenario_token_sources.json", "scenario_token_sources", o.mode, entries);
+}
+
 void run_pool_rejection_scenario(const Options& o) {
   // Quick: 10 unscaled seconds at time scale 5 (2 s a run; 1,300 arrivals/s,
   // a 3 s wait = 600 ms); full: 30 s at the case study's own speed; smoke:
@@ -1322,6 +1446,7 @@ int main(int argc, char** argv) {
     if (o.command == "batch" || o.command == "all") run_batch_scenario(o);
     if (o.command == "load_test" || o.command == "all") run_load_test_scenario(o);
     if (o.command == "pool_rejection" || o.command == "all") run_pool_rejection_scenario(o);
+    if (o.command == "token_sources" || o.command == "all") run_token_sources_scenario(o);
     std::cout << "scenarios " << o.command << ": "
               << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms\n";
     return 0;

@@ -55,6 +55,19 @@ TEST(EmbeddedPostgresTest, TheServerRunsUnprivileged) {
   if (::geteuid() == 0) {
     EXPECT_FALSE(server.run_as().empty());
     EXPECT_NE(st.st_uid, 0u) << "the server runs as root";
+    // A $TMPDIR the server's user cannot enter (root's own, mode 0700): the
+    // cluster goes to /tmp instead of failing in initdb.
+    char closed[] = "/tmp/locklab-closed-XXXXXX";
+    ASSERT_NE(::mkdtemp(closed), nullptr);
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old != nullptr ? old : "";
+    ::setenv("TMPDIR", closed, 1);
+    {
+      EmbeddedPostgres elsewhere;
+      EXPECT_EQ(elsewhere.directory().rfind("/tmp/locklab-pg-", 0), 0u) << elsewhere.directory();
+    }
+    old != nullptr ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+    ::rmdir(closed);
   } else {
     EXPECT_TRUE(server.run_as().empty()) << server.run_as();
     EXPECT_EQ(st.st_uid, ::geteuid()) << "not root: the server runs as this user";
