@@ -27,7 +27,9 @@
 //   DECR(floor,Lua)        Redis, one script per task (Client::eval):
 //                            GET; if > 0 then DECR
 //                          Redis runs a script alone, so the check and the
-//                          decrement are one step. 1 round trip a task.
+//                          decrement are one step. 1 round trip a task
+//                          (plus a SCRIPT LOAD per pool thread whose first
+//                          call races the Client's SHA cache).
 // A plain DECR would not do: it decrements past 0 (oversells) and needs a
 // compensating INCR, which another task can observe in between.
 //

@@ -63,9 +63,11 @@ TEST_F(StockBaselines, TheAtomicRowsCostOneRoundTripATaskAndTheOptimisticOneTwoP
   for (const char* name : {"UPDATE(qty>0)", "DECR(floor,Lua)"}) {
     SCOPED_TRACE(name);
     const stock::StockResult r = stock::run_baseline(servers(), stock::baseline_row(name), small(std::string("rt:") + name));
-    // The Redis row may add one SCRIPT LOAD for the whole run.
+    // The Redis row may add a SCRIPT LOAD per pool thread (4): threads
+    // whose first eval races the Client's SHA cache each load the script.
+    // The half keeps the bound clear of rounding: 105 round trips fail.
     EXPECT_GE(r.round_trips_per_task, 1.0);
-    EXPECT_LE(r.round_trips_per_task, 1.0 + 1.0 / 100);
+    EXPECT_LE(r.round_trips_per_task, 1.0 + (4 + 0.5) / 100);
     EXPECT_EQ(r.retries, 0);
   }
   const stock::StockResult r =
