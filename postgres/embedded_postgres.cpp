@@ -244,7 +244,7 @@ pid_t EmbeddedPostgres::spawn(const std::vector<std::string>& args, const std::s
     ::dup2(out, 1);
     ::dup2(out, 2);
   }
-  ::setpgid(0, 0);  // its own group: stop() can kill the server and its backends together
+  ::setpgid(0, 0);  // its own group: a Ctrl-C to the test runner's group is handled by the parent
   if (drop && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
     static constexpr char kMessage[] = "EmbeddedPostgres: cannot drop privileges\n";
     (void)!::write(2, kMessage, sizeof kMessage - 1);
@@ -321,9 +321,9 @@ void EmbeddedPostgres::stop() noexcept {
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_ || (r < 0 && errno == ECHILD)) break;
     if (Clock::now() >= deadline) {
-      // The whole group (setpgid in spawn): the postmaster and its backends,
-      // before the postmaster is reaped and its id can be reused.
-      ::kill(-pid_, SIGKILL);
+      // Backends left over exit by themselves once the postmaster is gone
+      // (see the header), so the postmaster is the one to kill.
+      ::kill(pid_, SIGKILL);
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
       break;
