@@ -100,10 +100,14 @@ COMMON_COUNTERS = ("items_per_second", "ns_per_op", "cpu_per_wall", "fairness")
 # Implementations whose name starts with one of these are peers (other
 # people's libraries, other languages); everything else is ours.
 PEER_PREFIXES = ("std::", "absl::", "absl.", "tbb::", "tbb.", "boost::", "folly::", "ck_", "ck.",
-                 "glibc.", "java.", "node-", "python-", "go-", "rust-")
+                 "glibc.", "java.", "node-", "python-", "go-", "rust-", "pg.")
 # The harness's own cost (the `locks` suite's "none": no lock at all) is a
 # baseline, drawn like a peer.
 BASELINES = ("none",)
+# The stock scenario's rows that need no lock: the store's own atomic step
+# (benches/scenarios/stock_baselines.hpp), in colour beside the locks. Their
+# entries also carry store_atomic = 1, which is what the notebooks select on.
+STOCK_BASELINES = ("UPDATE(qty>0)", "UPDATE(version)+retry", "DECR(floor,Lua)")
 
 RESULTS_ENV = "LOCKLAB_RESULTS_DIR"
 # Set to 1 by `./lab test`, which runs every notebook on smoke results that
@@ -138,7 +142,8 @@ def is_peer(impl: str) -> bool:
     """True when ``impl`` is a peer implementation (drawn grey), not ours.
 
     The rule is a name prefix: ``std::mutex``, ``absl.Mutex``, ``tbb.spin_mutex``,
-    ``ck.mcs``, ``glibc.adaptive``, ``java....``, ``node-...``, ``python-...`` are
+    ``ck.mcs``, ``glibc.adaptive``, ``java....``, ``node-...``, ``python-...``,
+    ``pg....`` (PostgreSQL's own locks on the Redis curves) are
     peers; so is the harness baseline ``none``.
     """
     return impl.startswith(PEER_PREFIXES) or impl in BASELINES
@@ -482,6 +487,10 @@ COUNTER_LABELS = {
     "final_stock": ("stock left at the end", "items"),
     "lost_updates": ("lost updates", "updates"),
     "round_trips_per_task": ("round trips per task", "round trips / task"),
+    "oversold": ("items sold that the stock did not cover", "items"),
+    "task_p50_ms": ("median time per task (p50), ms", "ms"),
+    "task_p95_ms": ("p95 time per task, ms", "ms"),
+    "retries": ("optimistic writes refused and retried", "retries"),
     "round_trips_per_fetch": ("round trips per fetch", "round trips / fetch"),
     "modelled_ms_at_1ms_rtt": ("modelled time at 1 ms round trip, ms", "ms"),
     "distinct_slots": ("distinct cluster slots", "slots"),

@@ -20,9 +20,11 @@
 //
 // What we scale, and why
 // ----------------------
-// - The stock lives in Redis (a plain string key), not in a database: the
-//   lab has no database, and a read-compute-write through two separate
-//   commands is exactly as racy as SELECT-then-UPDATE. The sizes are the
+// - The stock lives in Redis (a plain string key), not in a database: a
+//   read-compute-write through two separate commands is exactly as racy
+//   as SELECT-then-UPDATE, and the lock rows then need only Redis. The rows
+//   that need no lock at all, one of them on a PostgreSQL row, are in
+//   stock_baselines.hpp. The sizes are the
 //   case study's (1,000 and 1,000, pool 2 x cores): a run takes 0.1-2.5 s
 //   per row on 2 cores, so nothing needs shrinking.
 // - The critical section is GET + SET, two loopback round trips (~0.1 ms),
@@ -128,8 +130,18 @@ struct StockResult {
   int threads = 0;
   std::int64_t initial = 0, final_stock = 0, decrements = 0, sold_out = 0, lock_timeouts = 0, errors = 0,
                lock_lost = 0, not_run = 0;
+  // Optimistic rows only (stock_baselines.hpp): writes refused because
+  // another task changed the row first, each followed by a retry.
+  std::int64_t retries = 0;
   double wall_ms = 0, round_trips_per_task = 0;
+  // One task, from taking it off the queue to its outcome (lock wait, read,
+  // write, release; or the baseline's atomic step with its retries).
+  double task_p50_ms = 0, task_p95_ms = 0;
   std::int64_t lost_updates() const { return decrements - (initial - final_stock); }
+  // Sales the stock did not cover: a lost update sold an item that is still
+  // counted as in stock (it will be sold again), a negative stock sold items
+  // that never existed. 0 is right.
+  std::int64_t oversold() const { return lost_updates() + std::max<std::int64_t>(0, -final_stock); }
   double tasks_per_second() const {
     const std::int64_t done = decrements + sold_out;
     return wall_ms > 0 ? static_cast<double>(done) * 1e3 / wall_ms : 0;
@@ -147,6 +159,13 @@ class NoLock final : public bench::AnyRedisLock {
   bool try_lock_for(std::chrono::milliseconds) override { return true; }
 };
 
+// The p-th fraction (0..1) of `ms`, nearest rank; 0 for none.
+inline double percentile_ms(std::vector<double> ms, double p) {
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))];
+}
+
 inline std::int64_t read_stock(redis::Client& c, const std::string& key) {
   redis::Reply r = c.command({"GET", key});
   if (r.is_nil()) throw std::runtime_error("stock scenario: the key " + key + " is missing");
@@ -160,11 +179,13 @@ StockResult run_with(redis::Client& client, Lock& lock, const StockConfig& c, in
   const std::uint64_t rt0 = client.round_trips();
   const auto start = Clock::now();
   const auto cap = start + c.run_cap;
+  std::vector<std::vector<double>> task_ms(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
+    pool.emplace_back([&, t] {
       for (int task = next.fetch_add(1); task < c.tasks; task = next.fetch_add(1)) {
-        if (Clock::now() >= cap) {
+        const auto task_start = Clock::now();
+        if (task_start >= cap) {
           not_run.fetch_add(1);
           continue;
         }
@@ -196,11 +217,17 @@ StockResult run_with(redis::Client& client, Lock& lock, const StockConfig& c, in
         } catch (const std::exception&) {
           errors.fetch_add(1);
         }
+        task_ms[static_cast<std::size_t>(t)].push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - task_start).count());
       }
     });
   }
   for (auto& t : pool) t.join();
   StockResult r;
+  std::vector<double> all_ms;
+  for (auto& v : task_ms) all_ms.insert(all_ms.end(), v.begin(), v.end());
+  r.task_p50_ms = percentile_ms(all_ms, 0.50);
+  r.task_p95_ms = percentile_ms(all_ms, 0.95);
   r.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   r.round_trips_per_task =
       static_cast<double>(client.round_trips() - rt0) / static_cast<double>(std::max(1, c.tasks));

@@ -27,8 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "build" / "release" / "benches" / "bench_redis_locks"
 # Suites whose implementations are Redis locks of ours (or peers, or "none").
 REDIS_SUITES = ("redis_locks", "scenario_stock", "scenario_vus_table")
-# Scenario rows that are not a lock of the registry: the no-lock baseline.
-NOT_LOCKS = {"none"}
+# Scenario rows that are not a lock of the registry: the no-lock row and the
+# stock scenario's baselines that need no lock.
+NOT_LOCKS = {"none", *lp.STOCK_BASELINES}
 
 
 def committed_results():
