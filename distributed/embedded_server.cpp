@@ -136,15 +136,19 @@ Client::Options EmbeddedServer::client_options() const {
 
 bool EmbeddedServer::launch(int port, std::string& why) {
   const std::string log = dir_ + "/redis.log";
-  std::vector<std::string> args = {executable_,
-                                   "--port", std::to_string(port),
-                                   "--bind", host_,
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--dir", dir_,
-                                   "--daemonize", "no",
-                                   "--protected-mode", "yes",
-                                   "--logfile", log};
+  std::vector<std::string> args = {executable_};
+  if (!options_.config_text.empty()) {
+    const std::string conf = dir_ + "/redis.conf";
+    std::ofstream out(conf, std::ios::trunc);
+    out << options_.config_text;
+    if (!out) {
+      why = "cannot write " + conf;
+      return false;
+    }
+    args.push_back(conf);
+  }
+  args.insert(args.end(), {"--port", std::to_string(port), "--bind", host_, "--save", "", "--appendonly", "no",
+                           "--dir", dir_, "--daemonize", "no", "--protected-mode", "yes", "--logfile", log});
   if (options_.enable_debug_command) {
     args.push_back("--enable-debug-command");
     args.push_back("local");

@@ -57,6 +57,11 @@ class EmbeddedServer {
     std::chrono::milliseconds start_timeout{5'000};  // until PING answers
     std::vector<std::string> extra_args;             // e.g. {"--maxmemory", "10mb"}
     bool enable_debug_command = false;               // DEBUG from local connections (see the essay)
+    // Non-empty: written to <directory>/redis.conf and passed as the first
+    // argument, before the command-line options (which override it). For
+    // Sentinel (embedded_replica_set.hpp), which needs a config file it can
+    // rewrite; "--sentinel" then goes in extra_args.
+    std::string config_text;
   };
 
   // Starts the server (see the essay). Throws std::runtime_error if the
