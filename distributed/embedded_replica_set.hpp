@@ -18,8 +18,8 @@
 //   std::runtime_error quoting the state it waited for otherwise (and
 //   everything started so far is stopped and removed).
 // - Fast failover: down-after-milliseconds 500 and failover-timeout 2000
-//   (Sentinel's defaults: 30 s and 3 min). Measured on the 2-core lab
-//   machine: a killed primary is replaced in about 2-4 s. 500 ms, not
+//   (Sentinel's defaults: 30 s and 3 min). Measured on a 2-core VM: a
+//   killed primary is replaced in 1.9-5.4 s, mostly about 2 s. 500 ms, not
 //   less: a loaded machine (a parallel build) must not make a live primary
 //   look dead; quorum 2 of 3 Sentinels.
 // - Cleanup: the destructor stops the Sentinels first (so stopping the data
