@@ -10,6 +10,7 @@
 #include "distributed/cluster_router.hpp"
 #include "distributed/connection.hpp"
 #include "distributed/lease_renewer.hpp"
+#include "distributed/sentinel_resolver.hpp"
 #include "distributed/subscriber.hpp"
 
 namespace locklab::redis {
@@ -67,6 +68,7 @@ std::string Client::Options::redacted_url(std::string_view url) {
 
 Client::Options Client::Options::from_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
+  if (url.rfind("redis+sentinel://", 0) == 0) return parse_sentinel_url(url);
   constexpr std::string_view kClusterScheme = "redis+cluster://";
   const std::string shown = redacted_url(url);  // never a user or password in a message
   Options o;
@@ -123,7 +125,27 @@ Client::Client(Options options)
     throw std::invalid_argument("Client: connect_timeout and command_timeout must be positive");
   }
   if (options_.max_connections == 0) throw std::invalid_argument("Client: max_connections must be at least 1");
-  origin_ = std::make_shared<const std::string>(options_.endpoint());
+  if (options_.wait_replicas < 0) throw std::invalid_argument("Client: wait_replicas must be >= 0");
+  // The WAIT's reply is read within command_timeout (replica_wait.hpp).
+  if (options_.wait_replicas > 0 &&
+      (options_.wait_timeout.count() <= 0 || options_.wait_timeout >= options_.command_timeout)) {
+    throw std::invalid_argument("Client: wait_timeout must be positive and below command_timeout");
+  }
+  // A cluster finds its masters from its seed and its slot map; Sentinel
+  // watches one primary. The two are different deployments, not layers.
+  if (options_.cluster && !options_.sentinels.empty()) {
+    throw std::invalid_argument("Client: cluster and sentinels cannot be combined (a Redis Cluster is not found through Sentinel)");
+  }
+  if (!options_.sentinels.empty()) {
+    // Asked even with lazy_connect: without an answer there is no address.
+    const PrimaryAddress primary = resolve_primary(options_);
+    options_.host = primary.host;
+    options_.port = primary.port;
+  }
+  primary_host_ = options_.host;
+  primary_port_ = options_.port;
+  origin_ = std::make_shared<const std::string>(
+      options_.sentinels.empty() ? options_.endpoint() : "'" + options_.sentinel_master + "' (via Sentinel)");
   if (options_.cluster) {
     if (options_.db != 0) throw std::invalid_argument("Client: a Redis Cluster has database 0 only");
     router_ = std::make_unique<detail::ClusterRouter>(options_);
@@ -228,9 +250,10 @@ std::unique_ptr<detail::Connection> Client::take() {
     if (open_ < options_.max_connections) {
       ++open_;
       const std::uint64_t gen = generation_;
+      const Options target = connection_options();
       g.unlock();
       try {
-        return detail::Connection::open(options_, gen);
+        return detail::Connection::open(target, gen);
       } catch (...) {
         g.lock();
         --open_;
@@ -261,19 +284,60 @@ void Client::discard(std::unique_ptr<detail::Connection> c, bool broken) {
   pool_cv_.notify_one();
 }
 
+Client::Options Client::connection_options() const {
+  Options target = options_;
+  target.host = primary_host_;
+  target.port = primary_port_;
+  return target;
+}
+
+// With Sentinel, the retries of "Following a failover" (client.hpp): at
+// most one, and only where the command surely did not run.
 Reply Client::exchange(const std::vector<std::string_view>& args, std::chrono::milliseconds extra_timeout) {
-  std::unique_ptr<detail::Connection> c = take();
-  round_trips_.fetch_add(1, std::memory_order_relaxed);
-  Reply r;
-  try {
-    r = c->exchange(args, extra_timeout);
-  } catch (const Error& e) {
-    // kTimeout: a late reply would be read by the next user; kIo: broken.
-    discard(std::move(c), e.kind() == Error::Kind::kIo);
-    throw;
+  for (bool first = true;; first = false) {
+    std::unique_ptr<detail::Connection> c;
+    try {
+      c = take();
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::kConnect && follow_primary() && first) continue;
+      throw;
+    }
+    round_trips_.fetch_add(1, std::memory_order_relaxed);
+    Reply r;
+    try {
+      r = c->exchange(args, extra_timeout);
+    } catch (const Error& e) {
+      // kTimeout: a late reply would be read by the next user; kIo: broken.
+      discard(std::move(c), e.kind() == Error::Kind::kIo);
+      if (e.kind() == Error::Kind::kIo || e.kind() == Error::Kind::kConnect) {
+        if (follow_primary() && e.kind() == Error::Kind::kConnect && first) continue;
+      }
+      throw;
+    }
+    give_back(std::move(c));
+    if (first && r.is_error() && r.as_string().rfind("READONLY", 0) == 0 && follow_primary()) continue;
+    return r;
   }
-  give_back(std::move(c));
-  return r;
+}
+
+std::string Client::primary_endpoint() const {
+  std::lock_guard g(pool_mu_);
+  return primary_host_ + ":" + std::to_string(primary_port_);
+}
+
+bool Client::follow_primary() noexcept {
+  if (options_.sentinels.empty()) return false;
+  try {
+    const PrimaryAddress primary = resolve_primary(options_);
+    std::lock_guard g(pool_mu_);
+    if (primary.host == primary_host_ && primary.port == primary_port_) return false;
+    primary_host_ = primary.host;
+    primary_port_ = primary.port;
+    ++generation_;  // every pooled connection leads to the old primary
+    return true;
+  } catch (...) {
+    return false;  // no Sentinel answered: the command's own error says enough
+  }
 }
 
 namespace {
@@ -305,7 +369,13 @@ std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>&
   }
   if (commands.empty()) return {};
   if (router_) return router_->pipeline(commands);
-  std::unique_ptr<detail::Connection> c = take();
+  std::unique_ptr<detail::Connection> c;
+  try {
+    c = take();
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::kConnect) follow_primary();
+    throw;
+  }
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Reply> replies;
   try {
@@ -313,6 +383,7 @@ std::vector<Reply> Client::pipeline(const std::vector<std::vector<std::string>>&
   } catch (const Error& e) {
     // Unread replies of this batch would be read by the next user.
     discard(std::move(c), e.kind() == Error::Kind::kIo);
+    if (e.kind() == Error::Kind::kIo || e.kind() == Error::Kind::kConnect) follow_primary();
     throw;
   }
   give_back(std::move(c));
@@ -368,7 +439,12 @@ Subscriber& Client::subscriber() {
   std::lock_guard g(subscriber_mu_);
   abandon_inherited_subscriber();
   if (!subscriber_) {
-    subscriber_ = std::make_unique<Subscriber>(options_);
+    Options target;
+    {
+      std::lock_guard p(pool_mu_);
+      target = connection_options();
+    }
+    subscriber_ = std::make_unique<Subscriber>(target);
     subscriber_pid_ = ::getpid();
   }
   return *subscriber_;

@@ -105,6 +105,30 @@
 // Our locks derive all their keys from the lock name within one hash slot
 // (lock_keys.hpp), so every lock works on a cluster unchanged.
 //
+// Following a failover
+// --------------------
+// With Options::sentinels the Client asks Sentinel for the primary at
+// construction, and again (resolve_primary: one question per Sentinel at
+// most) whenever a command fails with kIo or kConnect or is answered
+// -READONLY (it reached a demoted primary, now a replica). A new answer
+// replaces the endpoint and drops every pooled connection to the old one.
+// What is retried: a -READONLY reply, once, on the new primary (the replica
+// ran nothing); a kConnect, once, when Sentinel names another address (it
+// was never sent). A kIo is thrown as before (the command may have run):
+// the next command goes to the new primary. While Sentinel still names the
+// dead primary (the first seconds of a failover) commands fail with kConnect
+// as for a standalone server that is down; no command waits for the
+// promotion. No Sentinel answers: Error(kConnect) listing each one's answer.
+// What a lock held across a failover means: its key was written on the old
+// primary; if that write had not replicated when the primary died, the new
+// primary has no key and grants the lock to the next client while the old
+// holder still believes it holds it (benches/scenarios/failover.hpp counts
+// it). Options::wait_replicas narrows that window; only a fencing token
+// checked by the resource (fencing.hpp) closes it. The pub/sub connection
+// (subscriber()) is opened on the primary of the moment it starts and does
+// not follow a failover: waiters of PubSubLock, AdaptiveLock and
+// PermitSemaphore then learn of releases at their lease bound only.
+//
 // When to use the environment: Client::Options::from_env() reads
 // LOCKLAB_REDIS_URL (redis://[user:password@]host:port[/db]) and takes the
 // password from LOCKLAB_REDIS_PASSWORD if set, so it need not appear on a
@@ -124,6 +148,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "distributed/error.hpp"
@@ -160,13 +185,32 @@ class Client {
     // routed by key slot (see "Redis Cluster" above). db must be 0.
     bool cluster = false;
 
+    // Sentinel (sentinel_resolver.hpp): when `sentinels` is non-empty, the
+    // server is the primary these Sentinels name for `sentinel_master`,
+    // asked at construction (host and port are then overwritten) and again
+    // after a failover; see "Following a failover" in the essay. Filled by
+    // a redis+sentinel:// URL, or by hand ({host, port} pairs).
+    std::vector<std::pair<std::string, int>> sentinels;
+    std::string sentinel_master;
+    // Replication (replica_wait.hpp): > 0, every lock built on this Client
+    // follows each successful acquire with WAIT wait_replicas wait_timeout
+    // and, if fewer replicas acknowledged, releases what it took and throws
+    // NotReplicated. 0: no WAIT (the default). wait_timeout must be below
+    // command_timeout (std::invalid_argument): the WAIT's reply is read
+    // within it. 100 ms: loopback replicas acknowledge in well under 1 ms
+    // (WAIT asks them at once with REPLCONF GETACK), so the default leaves
+    // room for a loaded machine and still fails fast against a stalled one.
+    int wait_replicas = 0;
+    std::chrono::milliseconds wait_timeout{100};
+
     // "host:port", for messages.
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 
     // Parses redis://[user:password@]host[:port][/db] (also "redis://:pw@h"),
     // and redis+cluster://[user:password@]host[:port][/0] (cluster = true:
     // host:port is the seed; a database other than 0 is refused, a cluster
-    // has no other).
+    // has no other), and redis+sentinel://... (parse_sentinel_url in
+    // sentinel_resolver.hpp).
     // Throws std::invalid_argument naming the problem for anything else
     // (another scheme, a bad port, a bad db number); the message shows the
     // URL redacted (redacted_url), since messages end up in logs.
@@ -246,7 +290,13 @@ class Client {
   // destructor: nothing to cancel, and nothing is started).
   LeaseRenewer* lease_renewer_if_started();
 
+  // The options as given, with host and port those of the primary Sentinel
+  // named at construction (Options::sentinels); primary_endpoint() follows
+  // later failovers.
   const Options& options() const noexcept { return options_; }
+  // "host:port" of the server new connections go to now: options().endpoint()
+  // without Sentinel, else Sentinel's latest answer.
+  std::string primary_endpoint() const;
   // 32 lower-case hex digits (128 random bits), fixed for this Client in
   // this process: a child made by fork() draws a new one (see "After
   // fork()"). Returned by value: the child replaces it.
@@ -283,6 +333,13 @@ class Client {
   void abandon_inherited_subscriber();
   // The same for lease_renewer_. Pre: renewer_mu_ held.
   void abandon_inherited_renewer();
+  // Options::sentinels only: asks Sentinel for the primary again; true if it
+  // names another address than the one in use (then every pooled
+  // connection is dropped). Never throws: false when no Sentinel answers.
+  bool follow_primary() noexcept;
+  // The options a new connection uses: options_ with the primary of the
+  // moment. Pre: pool_mu_ held.
+  Options connection_options() const;
 
   Options options_;
   mutable std::mutex id_mu_;
@@ -296,6 +353,8 @@ class Client {
   std::size_t open_ = 0;
   std::uint64_t generation_ = 0;  // bumped when a connection breaks
   pid_t pool_pid_;                // the process the pooled connections belong to
+  std::string primary_host_;      // options_.host, or Sentinel's latest answer
+  int primary_port_ = 0;
 
   // What every reply says it came from (Reply::origin): one shared string
   // for commands, one per script.

@@ -42,13 +42,21 @@
 // std::unique_lock with its timed constructors and members all work
 // (tests/distributed/deadline_lockable_test.cpp checks each lock type).
 //
-// Costs: nothing beyond Derived's acquire_until: the members are inline and
-// read the clock at most once.
+// Replication: every member that acquired asks the Client for WAIT when its
+// Options::wait_replicas > 0 (replica_wait.hpp), for a Derived with the
+// `Client& client_` and `std::string name_` members every single-server lock
+// has (not RedLock, whose nodes are independent primaries, nor
+// FencedSpinLock, whose SpinLock asks already); too few acknowledgements:
+// unlock() and NotReplicated.
+//
+// Costs: nothing beyond Derived's acquire_until (and the WAIT when asked
+// for): the members are inline and read the clock at most once.
 #pragma once
 
 #include <chrono>
 
 #include "distributed/lock_support.hpp"
+#include "distributed/replica_wait.hpp"
 
 namespace locklab::redis {
 
@@ -56,18 +64,18 @@ template <class Derived>
 class DeadlineLockable {
  public:
   // Waits without a time limit. Throws as Derived's essay says.
-  void lock() { (void)self().acquire_until(detail::Clock::time_point::max()); }
+  void lock() { (void)acquire(detail::Clock::time_point::max()); }
   // One attempt; true if the calling thread now holds the lock.
-  bool try_lock() { return self().acquire_until(detail::Clock::now()); }
+  bool try_lock() { return acquire(detail::Clock::now()); }
   // Tries until `timeout` has passed (<= 0: one attempt).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return self().acquire_until(detail::deadline_after(timeout));
+    return acquire(detail::deadline_after(timeout));
   }
   // Tries until `deadline`, on any clock (already past: one attempt).
   template <class C, class D>
   bool try_lock_until(const std::chrono::time_point<C, D>& deadline) {
-    return self().acquire_until(detail::to_steady(deadline));
+    return acquire(detail::to_steady(deadline));
   }
 
  protected:
@@ -76,6 +84,18 @@ class DeadlineLockable {
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
+  // The one place the Lockable surface finishes an acquire.
+  bool acquire(detail::Clock::time_point deadline) {
+    if (!self().acquire_until(deadline)) return false;
+    if constexpr (requires(Derived& d) {
+                    d.client_.options();
+                    d.name_;
+                  }) {
+      Derived& d = self();
+      detail::confirm_replicated(d.client_, d.name_, [&d] { d.unlock(); });
+    }
+    return true;
+  }
 };
 
 }  // namespace locklab::redis

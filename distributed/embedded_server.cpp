@@ -138,7 +138,18 @@ Client::Options EmbeddedServer::client_options() const {
 bool EmbeddedServer::launch(int port, std::string& why) {
   const std::string log = dir_ + "/redis.log";
   std::vector<std::string> args = options_.launch_prefix;
-  args.insert(args.end(), {executable_, "--port", std::to_string(port), "--bind"});
+  args.push_back(executable_);
+  if (!options_.config_text.empty()) {
+    const std::string conf = dir_ + "/redis.conf";
+    std::ofstream out(conf, std::ios::trunc);
+    out << options_.config_text;
+    if (!out) {
+      why = "cannot write " + conf;
+      return false;
+    }
+    args.push_back(conf);
+  }
+  args.insert(args.end(), {"--port", std::to_string(port), "--bind"});
   if (options_.bind.empty()) args.push_back(host_);
   args.insert(args.end(), options_.bind.begin(), options_.bind.end());
   args.insert(args.end(), {"--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",

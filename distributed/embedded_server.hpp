@@ -70,6 +70,11 @@ class EmbeddedServer {
     bool enable_debug_command = false;               // DEBUG from local connections (see the essay)
     std::vector<std::string> launch_prefix;          // argv before the server's (see the essay); empty: none
     std::vector<std::string> bind;                   // addresses to bind; empty: 127.0.0.1
+    // Non-empty: written to <directory>/redis.conf and passed as the first
+    // argument, before the command-line options (which override it). For
+    // Sentinel (embedded_replica_set.hpp), which needs a config file it can
+    // rewrite; "--sentinel" then goes in extra_args.
+    std::string config_text;
   };
 
   // Starts the server (see the essay). Throws std::runtime_error if the

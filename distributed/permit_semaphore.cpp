@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "distributed/lock_keys.hpp"
+#include "distributed/replica_wait.hpp"
 #include "distributed/subscriber.hpp"
 #include "distributed/wait_for_release.hpp"
 
@@ -138,6 +139,14 @@ detail::WaitAttempt PermitSemaphore::attempt(const std::string& id, const std::s
 std::optional<std::string> PermitSemaphore::acquire_until(detail::Clock::time_point deadline,
                                                           std::chrono::milliseconds lease,
                                                           std::optional<std::int64_t> permits_if_missing) {
+  std::optional<std::string> id = grant_until(deadline, lease, permits_if_missing);
+  if (id) detail::confirm_replicated(client_, name_, [&] { release(*id); });
+  return id;
+}
+
+std::optional<std::string> PermitSemaphore::grant_until(detail::Clock::time_point deadline,
+                                                        std::chrono::milliseconds lease,
+                                                        std::optional<std::int64_t> permits_if_missing) {
   using Clock = detail::Clock;
   if (lease.count() <= 0) throw std::invalid_argument("PermitSemaphore: a permit's lease must be positive");
   detail::check_at_most_max("PermitSemaphore: a permit's lease", lease);

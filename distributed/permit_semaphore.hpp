@@ -206,9 +206,12 @@ class PermitSemaphore {
   std::uint64_t attempts() const noexcept { return attempts_.load(std::memory_order_relaxed); }
 
  private:
-  // permits_if_missing: nullopt leaves a missing count missing.
+  // permits_if_missing: nullopt leaves a missing count missing. grant_until,
+  // then the WAIT of Client::Options::wait_replicas (replica_wait.hpp).
   std::optional<std::string> acquire_until(detail::Clock::time_point deadline, std::chrono::milliseconds lease,
                                            std::optional<std::int64_t> permits_if_missing = std::nullopt);
+  std::optional<std::string> grant_until(detail::Clock::time_point deadline, std::chrono::milliseconds lease,
+                                         std::optional<std::int64_t> permits_if_missing);
   // One acquire script; not acquired: pttl_ms = ms until the earliest
   // expiry, -1 if none.
   detail::WaitAttempt attempt(const std::string& id, const std::string& lease_ms, const std::string& permits_if_missing);

@@ -7,6 +7,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
+#include "distributed/replica_wait.hpp"
 
 namespace locklab::redis {
 
@@ -185,7 +186,9 @@ void PubSubLock::lose(const std::string& owner, std::int64_t owed, bool taken_by
 bool PubSubLock::try_lock_for(std::chrono::milliseconds wait, std::chrono::milliseconds lease) {
   if (lease.count() < 0) throw std::invalid_argument("PubSubLock::try_lock_for: negative lease");
   detail::check_at_most_max("PubSubLock::try_lock_for: lease", lease);
-  return acquire(detail::deadline_after(wait), lease);
+  if (!acquire(detail::deadline_after(wait), lease)) return false;
+  detail::confirm_replicated(client_, name_, [this] { unlock(); });  // as DeadlineLockable's members
+  return true;
 }
 
 bool PubSubLock::acquire(Clock::time_point deadline, std::chrono::milliseconds lease) {

@@ -888,6 +888,7 @@ SCENARIO_BARS = {
     "scenario_pool_rejection": ("rejected_tasks", "served_per_second", "redis_cpu_percent", "subscribes"),
     "scenario_stock": ("final_stock", "lost_updates", "items_per_second", "round_trips_per_task"),
     "scenario_batch": ("p50_ms", "round_trips_per_fetch", "modelled_ms_at_1ms_rtt", "distinct_slots"),
+    "scenario_failover": ("double_grant", "phantom_write", "a_not_replicated", "key_survived"),
 }
 # A scenario's time series (``scenario_load_test/<case>.<impl>/t:<seconds>``,
 # one point per sample) rides in the same file as its table; the bar chart

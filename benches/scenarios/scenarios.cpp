@@ -58,6 +58,11 @@
 //       INCR, a PostgreSQL sequence, a PostgreSQL row's UPDATE ... RETURNING;
 //       p50/p95 per token at 1 and 50 waiters for D ms each (quick 1,000,
 //       full 3,000, smoke 150; token_sources.hpp)
+//   scenarios failover [--runs=N] [--only=plain,wait1,wait1-one-behind,wait1-acker-lost,fenced,stop-only]
+//       the primary dies before the lock's key replicated, Sentinel promotes
+//       a replica, a second client takes the lock (failover.hpp): double
+//       grants and phantom writes without WAIT, with wait_replicas = 1, and
+//       with fencing; N runs a row (quick 5, full 10, smoke 1), 4-5 s each
 //   scenarios all [--quick|--full|--smoke]        every subcommand, quick by default;
 //       --smoke (./lab test): the least work that still writes every row and
 //       column of every file, for checking the notebooks, not for reading:
@@ -84,6 +89,8 @@
 // token_sources 3.6 s to it (measured alone at load average 14, so an
 // upper bound); quick adds token_sources ~9 s (8 points of 1 s) and the
 // faults' and coupon's +pg rows (about as long as their Redis rows).
+// failover comes on top: 4-5 s a run (a fresh replica set each), 5 runs of
+// 6 rows quick (~2.5 min), 10 full (~5 min), 1 smoke (~30 s).
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -108,6 +115,7 @@
 #include "benches/scenarios/batch.hpp"
 #include "benches/scenarios/coupon.hpp"
 #include "benches/scenarios/partition.hpp"
+#include "benches/scenarios/failover.hpp"
 #include "benches/scenarios/stock.hpp"
 #include "benches/scenarios/stock_baselines.hpp"
 #include "benches/scenarios/token_sources.hpp"
@@ -252,7 +260,7 @@ struct Options {
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::cerr << "scenarios: " << why << "\n"
-            << "usage: scenarios coupon|faults|partition|herd|stock|vus_table|batch|load_test|pool_rejection|token_sources|all\n"
+            << "usage: scenarios coupon|faults|partition|failover|herd|stock|vus_table|batch|load_test|pool_rejection|token_sources|all\n"
             << "                 [--quick|--full|--smoke] [--out=DIR] [--runs=N]\n"
             << "                 [--processes] (coupon) [--processes=P] [--waiters=1,10,50] [--duration_ms=D] (herd, "
                "token_sources)\n"
@@ -260,7 +268,7 @@ struct Options {
             << "                 [--keys=K] (batch; --runs=N: fetches per method)\n"
             << "                 [--time_scale=X] (load_test, pool_rejection: every case-study duration / X, "
                "1..10000)\n"
-            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults)\n"
+            << "                 [--only=hold200-600ms,hold1-10s] (load_test) [--only=drift,pause,...] (faults, failover)\n"
             << "                 [--cut=iptables|link] (partition)\n"
             << "                 [--resource=redis|postgres|both] (coupon, faults)\n";
   std::exit(2);
@@ -280,9 +288,10 @@ Options parse(int argc, char** argv) {
   o.out = env != nullptr && *env != '\0' ? env : "results";
   if (argc < 2) usage_error("no subcommand");
   o.command = argv[1];
-  if (o.command != "coupon" && o.command != "faults" && o.command != "partition" && o.command != "herd" &&
-      o.command != "stock" && o.command != "vus_table" && o.command != "batch" && o.command != "load_test" &&
-      o.command != "pool_rejection" && o.command != "token_sources" && o.command != "all") {
+  if (o.command != "coupon" && o.command != "faults" && o.command != "partition" && o.command != "failover" &&
+      o.command != "herd" && o.command != "stock" && o.command != "vus_table" && o.command != "batch" &&
+      o.command != "load_test" && o.command != "pool_rejection" && o.command != "token_sources" &&
+      o.command != "all") {
     usage_error("unknown subcommand '" + o.command + "'");
   }
   for (int i = 2; i < argc; ++i) {
@@ -1455,6 +1464,64 @@ void run_pool_rejection_scenario(const Options& o) {
   write_json(o.out + "/scenario_pool_rejection.json", "scenario_pool_rejection", o.mode, entries);
 }
 
+// ------------------------------------------------------------ failover
+
+void run_failover_scenario(const Options& o) {
+  using failover::Row;
+  const int runs = o.runs > 0 ? o.runs : o.sized(5, 10, 1);
+  std::vector<Entry> entries;
+  std::cout << "\nfailover: a primary, 2 replicas, 3 Sentinels (down-after 500 ms); A locks on the primary with "
+               "replication held back, the primary is killed, B locks on the promoted replica\n\n"
+            << std::left << std::setw(18) << "row" << std::right << std::setw(6) << "runs" << std::setw(14)
+            << "double grant" << std::setw(10) << "phantom" << std::setw(12) << "A refused" << std::setw(12)
+            << "key kept" << std::setw(14) << "equal tokens" << std::setw(16) << "failover ms" << "\n";
+  int family = 0;
+  for (Row row : failover::all_rows()) {
+    const std::string name = failover::row_name(row);
+    if (!o.only.empty() && o.only.find("," + name + ",") == std::string::npos) continue;
+    int doubles = 0, phantoms = 0, refused = 0, kept = 0, equal = 0, errors = 0;
+    std::vector<double> failover_ms;
+    for (int run = 0; run < runs; ++run) {
+      const failover::RunResult r = failover::run_once(row);
+      if (!r.error.empty()) {
+        ++errors;
+        std::cout << "  " << name << " run " << run + 1 << ": " << r.error << "\n";
+      }
+      doubles += r.double_grant;
+      phantoms += r.phantom;
+      refused += r.a_not_replicated;
+      kept += r.key_survived;
+      equal += r.a_token > 0 && r.a_token == r.b_token;
+      failover_ms.push_back(r.failover_ms);
+      Entry e;
+      e.name = "scenario_failover/" + name;
+      e.family = family;
+      e.repetitions = runs;
+      e.repetition_index = run;
+      e.wall_ms = r.wall_ms;
+      e.counters = {{"double_grant", r.double_grant},     {"phantom_write", r.phantom},
+                    {"a_granted", r.a_granted},           {"a_not_replicated", r.a_not_replicated},
+                    {"b_granted", r.b_granted},           {"key_survived", r.key_survived},
+                    {"stale_write_rejected", r.stale_rejected}, {"a_token", double(r.a_token)},
+                    {"b_token", double(r.b_token)},       {"promoted_was_behind", r.promoted_was_behind},
+                    {"failover_ms", r.failover_ms},       {"errors", r.error.empty() ? 0.0 : 1.0}};
+      entries.push_back(e);
+    }
+    ++family;
+    std::sort(failover_ms.begin(), failover_ms.end());
+    auto of = [&](int n) { return std::to_string(n) + "/" + std::to_string(runs); };
+    std::cout << std::left << std::setw(18) << name << std::right << std::setw(6) << runs << std::setw(14)
+              << of(doubles) << std::setw(10) << of(phantoms) << std::setw(12) << of(refused) << std::setw(12)
+              << of(kept) << std::setw(14) << (row == Row::kFenced ? of(equal) : "-") << std::setw(16)
+              << (cell(failover_ms.front()) + ".." + cell(failover_ms.back()))
+              << (errors > 0 ? "   errors " + of(errors) : "") << "\n";
+  }
+  std::cout << "(double grant: A and B both granted within A's 30 s lease; phantom: the resource accepted A's "
+               "write after B's grant; A refused: NotReplicated;\n key kept: the promoted replica had A's key; "
+               "equal tokens: the new primary issued B the token A holds)\n";
+  write_json(o.out + "/scenario_failover.json", "scenario_failover", o.mode, entries);
+}
+
 }  // namespace
 }  // namespace locklab::scenarios
 
@@ -1482,6 +1549,7 @@ int main(int argc, char** argv) {
     if (o.command == "load_test" || o.command == "all") run_load_test_scenario(o);
     if (o.command == "pool_rejection" || o.command == "all") run_pool_rejection_scenario(o);
     if (o.command == "token_sources" || o.command == "all") run_token_sources_scenario(o);
+    if (o.command == "failover" || o.command == "all") run_failover_scenario(o);
     std::cout << "scenarios " << o.command << ": "
               << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms\n";
     return 0;
