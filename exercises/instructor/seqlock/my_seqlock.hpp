@@ -136,11 +136,15 @@ class MySeqLock {
 #endif
   }
 
-  // validate() under TSan writes it (fetch_add(0)): mutable.
+  // The sequence and the words share one cache line (8 + 32 bytes): a write
+  // invalidates one line in every reader's cache, not two, so a reader after
+  // a write misses once. alignas keeps other objects off that line (false
+  // sharing with whatever the caller puts next to the lock).
+  // mutable: validate() under TSan writes it (fetch_add(0)).
   alignas(kCacheLineSize) mutable std::atomic<std::uint64_t> sequence_{0};
   // mutable: std::atomic_ref (C++20) takes a non-const object, and readers
   // are const.
-  alignas(kCacheLineSize) mutable Reading data_;
+  mutable Reading data_;
 };
 
 }  // namespace locklab::exercises
