@@ -6,7 +6,7 @@
 #   exercises/check.sh bug_museum [EXHIBIT] [solution] [--fixed] [--bench]
 #   exercises/check.sh --update-manifest | --verify-manifest
 #
-#   NAME      ttas_backoff, ticket, futex_mutex, reentrant, redis_spin_lock, or bug_museum
+#   NAME      ttas_backoff, ticket, futex_mutex, reentrant, redis_spin_lock, seqlock, or bug_museum
 #             (per exhibit: BUG SHOWN while the bug is there, PASS once it is fixed;
 #             with `solution`, the reference fixes and their own tests)
 #   EXHIBIT   one exhibit of exercises/bug_museum/ (default: every one)
@@ -55,7 +55,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock)
+EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock seqlock)
 RESULTS=${LOCKLAB_RESULTS_DIR:-$ROOT/results}
 JOBS=${LOCKLAB_JOBS:-2}
 SAN_RUNS=${LOCKLAB_SANITIZER_RUNS:-3}

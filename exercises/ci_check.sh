@@ -24,7 +24,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock)
+EXERCISES=(ttas_backoff ticket futex_mutex reentrant redis_spin_lock seqlock)
 BUILD=$ROOT/build/exercises-ci
 JOBS=${LOCKLAB_JOBS:-2}
 start=$(date +%s)

@@ -1144,6 +1144,47 @@ def plot_versus(df, x, y, ax=None, styles=None, scale=1.0, log_x=True, log_y=Fal
     return ax
 
 
+# The read-mostly suites name their read fraction in one of two knobs:
+# ``read_permille`` (rwlocks: 1000 = reads only) or ``read_pct`` (redis_rwlock).
+# Their values (100, 99, 90, 50 %) crowd at one end of a linear axis, so the
+# plots put them at even steps instead: ``read_step`` 0 for the most reads.
+READ_PERCENT = "read_pct"
+READ_STEP = "read_step"
+READ_FRACTION_KNOBS = (("read_pct", 1.0), ("read_permille", 0.1))
+
+
+def with_read_percent(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with a ``read_pct`` column (reads per 100 operations),
+    from whichever read-fraction knob the suite has (``READ_FRACTION_KNOBS``),
+    and ``read_step``: the rank of that value among the frame's, most reads
+    first (0, 1, 2, ...), the x of :func:`plot_versus` with ``log_x=False``
+    before :func:`read_percent_axis` labels it.
+
+    Raises ``KeyError`` naming the knobs looked for when ``df`` has neither.
+    """
+    for knob, to_percent in READ_FRACTION_KNOBS:
+        if knob in df:
+            out = df.copy()
+            out[READ_PERCENT] = df[knob] * to_percent
+            steps = {v: k for k, v in enumerate(sorted(out[READ_PERCENT].dropna().unique(), reverse=True))}
+            out[READ_STEP] = out[READ_PERCENT].map(steps)
+            return out
+    raise KeyError(f"with_read_percent: no read-fraction knob ({', '.join(k for k, _ in READ_FRACTION_KNOBS)}); "
+                   f"the columns are {sorted(map(str, df.columns))}")
+
+
+def read_percent_axis(ax, df: pd.DataFrame) -> None:
+    """Labels a ``read_step`` x axis (see :func:`with_read_percent`) with the
+    read percentages of ``df``: most reads at the left, evenly spaced, the
+    label saying so."""
+    pairs = sorted({(int(s), float(p)) for s, p in zip(df[READ_STEP], df[READ_PERCENT]) if pd.notna(s)})
+    ax.set_xticks([s for s, _ in pairs])
+    ax.set_xticklabels([f"{p:g}" for _, p in pairs])
+    if pairs:
+        ax.set_xlim(pairs[0][0] - 0.25, pairs[-1][0] + 0.25)
+    ax.set_xlabel("reads, % of operations (evenly spaced)")
+
+
 # ------------------------- distributed locks: the process split, the overlay
 
 # A point that names this knob ran its waiters as P processes x T threads
