@@ -25,8 +25,13 @@
 // LockStats per operation.
 //
 // What to expect on a 2-core machine with empty sections: every read-write
-// lock's readers compare-exchange one word (the reader count), so at short
-// sections they are no faster than a mutex, and reader-preferring peers
+// lock's readers write one word (the reader count: a fetch_add in glibc's,
+// tbb's spin_rw_mutex and ReentrantReadWriteLock's fast path, a
+// compare-exchange in absl's and StampedLock's read lock, an exchange on
+// the queue tail in tbb's queuing_rw_mutex), so at short sections they are
+// no faster than a mutex; a fair lock at 99% reads and more waiters than
+// cores is always behind a queued writer, so its readers queue and are
+// woken one by one (futex wakes), far below the others; reader-preferring peers
 // starve writers (write_wait_p99_us); optimistic reads write nothing and
 // approach `none` while writes are rare.
 #include <functional>
