@@ -9,7 +9,15 @@
 // lock, Java's idiom); the peers std::shared_mutex, glibc's pthread_rwlock
 // preferring readers (its default) and preferring writers
 // (nonrecursive), std::mutex for both sides (what a read-write lock must
-// beat), and `none` (no lock: the sections alone).
+// beat), and `none` (no lock: the sections alone); the library peers
+// absl::Mutex's reader mode (deadlock detector off, see
+// read_write_peers.hpp), tbb::spin_rw_mutex and tbb::queuing_rw_mutex.
+// The JVM's ReentrantReadWriteLock and StampedLock run the same points in
+// benches/jvm (jvm_rwlocks.json).
+//
+// Quick mode runs the three library peers at 99% reads only (the point the
+// goals compare at), to keep the smoke run short; full mode runs every
+// implementation at every point.
 //
 // Counters besides the harness's: reads_per_s, writes_per_s, read_fraction,
 // optimistic_retries_per_read (optimistic reads), write_wait_p50_us and
@@ -17,8 +25,13 @@
 // LockStats per operation.
 //
 // What to expect on a 2-core machine with empty sections: every read-write
-// lock's readers compare-exchange one word (the reader count), so at short
-// sections they are no faster than a mutex, and reader-preferring peers
+// lock's readers write one word (the reader count: a fetch_add in glibc's,
+// tbb's spin_rw_mutex and ReentrantReadWriteLock's fast path, a
+// compare-exchange in absl's and StampedLock's read lock, an exchange on
+// the queue tail in tbb's queuing_rw_mutex), so at short sections they are
+// no faster than a mutex; a fair lock at 99% reads and more waiters than
+// cores is always behind a queued writer, so its readers queue and are
+// woken one by one (futex wakes), far below the others; reader-preferring peers
 // starve writers (write_wait_p99_us); optimistic reads write nothing and
 // approach `none` while writes are rare.
 #include <functional>
@@ -46,13 +59,18 @@ struct Sections {
 constexpr Sections kQuickSections[] = {{0, 0}};
 constexpr Sections kFullSections[] = {{0, 0}, {1000, 1000}};
 
+// Which read fractions an implementation runs at.
+enum class Reach { kEveryPoint, kQuickAt99 };
+
 template <class L>
-void register_rw(const SuiteOptions& o, const std::string& impl, std::function<std::unique_ptr<L>()> make) {
+void register_rw(const SuiteOptions& o, const std::string& impl, std::function<std::unique_ptr<L>()> make,
+                 Reach reach = Reach::kEveryPoint) {
   const bool full = o.mode != "quick";
   const Sections* begin = full ? std::begin(kFullSections) : std::begin(kQuickSections);
   const Sections* end = full ? std::end(kFullSections) : std::end(kQuickSections);
   for (const Sections* s = begin; s != end; ++s) {
     for (int permille : kReadPermilles) {
+      if (!full && reach == Reach::kQuickAt99 && permille != 990) continue;
       for (int waiters : o.waiters) {
         // cs_ns carries the read section, so that the harness calibrates
         // the busy work for it (both sections are the same length here).
@@ -70,8 +88,8 @@ void register_rw(const SuiteOptions& o, const std::string& impl, std::function<s
 }
 
 template <class L>
-void register_rw(const SuiteOptions& o, const std::string& impl) {
-  register_rw<L>(o, impl, [] { return std::make_unique<L>(); });
+void register_rw(const SuiteOptions& o, const std::string& impl, Reach reach = Reach::kEveryPoint) {
+  register_rw<L>(o, impl, [] { return std::make_unique<L>(); }, reach);
 }
 
 }  // namespace
@@ -95,5 +113,8 @@ int main(int argc, char** argv) {
     });
     bench::register_rw<MutexForBothSides<std::mutex>>(o, "std::mutex");
     bench::register_rw<NoReadWriteLock>(o, "none");
+    bench::register_rw<AbslReaderWriterMutex>(o, "absl.Mutex(no-detect)", bench::Reach::kQuickAt99);
+    bench::register_rw<TbbSpinRwMutex>(o, "tbb.spin_rw_mutex", bench::Reach::kQuickAt99);
+    bench::register_rw<TbbQueuingRwMutex>(o, "tbb.queuing_rw_mutex", bench::Reach::kQuickAt99);
   });
 }

@@ -7,7 +7,8 @@
 //
 // The word
 // --------
-//   bits 63..4  permits (0..kMaxPermits)
+//   bits 63..4  permits (0..kMaxPermits), signed: try_acquire_one_by_sub's
+//               in-flight dips may take it briefly below 0
 //   kParked     at least one thread is queued in the lot on this synchronizer
 //               (exact: set by a thread before it queues, cleared only by an
 //               unpark whose lot callback says nobody else is queued)
@@ -232,6 +233,31 @@ class BasicQueuedSynchronizer {
     release_slow(n, kMaxPermits);
   }
 
+  // One permit with one fetch_sub, for many concurrent takers of one permit
+  // each (ReentrantReadWriteLock's readers): where a compare-exchange loop
+  // retries whenever another taker moved the word, a fetch_sub always
+  // completes. It subtracts blindly, then checks what it found against the
+  // rules ("Who may take permits"); if it should not have taken, it gives
+  // the permit back through release_one_by_add(), which wakes whoever the
+  // dip held off (a waiter that saw the word in between, found too few
+  // permits and parked), so nothing is lost. While a dip is in flight the
+  // permits may read one below 0 per dipping thread (the field is signed,
+  // see permits_of), which no one can take. true: one permit taken.
+  bool try_acquire_one_by_sub() noexcept {
+    const std::uint64_t before = word_.fetch_sub(units(1), std::memory_order_acquire);
+    if (may_barge(before, 1)) return true;
+    release_one_by_add();
+    return false;
+  }
+
+  // release(1) with one fetch_add (the counterpart of
+  // try_acquire_one_by_sub): when the word it added to had a waiter flag,
+  // it then does release()'s waking with nothing more to add.
+  void release_one_by_add() noexcept {
+    const std::uint64_t before = word_.fetch_add(units(1), std::memory_order_release);
+    if (before & kWaitFlags) (void)release_slow(0, kMaxPermits);
+  }
+
   // release(n) unless the count would exceed max_permits; then false, and
   // nothing changed (one read-modify-write decides, so it is exact).
   bool try_release(std::int64_t n, std::int64_t max_permits) noexcept { return release_slow(n, max_permits); }
@@ -274,8 +300,10 @@ class BasicQueuedSynchronizer {
   static constexpr std::uint64_t units(std::int64_t n) noexcept {
     return static_cast<std::uint64_t>(n) << kPermitShift;
   }
+  // Signed: try_acquire_one_by_sub's dips may take the field below 0
+  // (arithmetic shift; permits never reach bit 63 otherwise).
   static constexpr std::int64_t permits_of(std::uint64_t w) noexcept {
-    return static_cast<std::int64_t>(w >> kPermitShift);
+    return static_cast<std::int64_t>(w) >> kPermitShift;
   }
 
   // May a thread that is not the designated successor take n permits now?

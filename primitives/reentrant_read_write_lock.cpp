@@ -16,44 +16,50 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// This thread's read holds, one entry per lock it is reading (Java's
-// ThreadLocal HoldCounter, one list for all locks instead of one
-// ThreadLocal per lock). A thread reads few locks at once, so a linear scan
-// of a vector beats a hash map; entries are removed when their count drops
-// to 0, so the list never holds a lock the thread is not reading.
-struct ReadHold {
-  const void* lock;
-  std::int64_t count;
-};
-thread_local std::vector<ReadHold> t_read_holds;
+// This thread's read holds: the first lock it reads in the cached slot
+// (detail::t_cached_read_hold, the inline fast path's), the others in a
+// list, one entry per lock (Java's ThreadLocal HoldCounter and its
+// cachedHoldCounter, one list for all locks instead of one ThreadLocal per
+// lock). A thread reads few locks at once, so a linear scan of a vector
+// beats a hash map. A lock is in the slot or in the list, never both, and
+// only while its count is > 0.
+using detail::ReadHoldRecord;
+thread_local std::vector<ReadHoldRecord> t_read_holds;
 
-ReadHold* find_read_hold(const void* lock) noexcept {
-  for (ReadHold& h : t_read_holds) {
+ReadHoldRecord* find_read_hold(const void* lock) noexcept {
+  ReadHoldRecord& c = detail::t_cached_read_hold;
+  if (c.lock == lock) return &c;
+  if (detail::t_listed_read_holds == 0) return nullptr;
+  for (ReadHoldRecord& h : t_read_holds) {
     if (h.lock == lock) return &h;
   }
   return nullptr;
 }
 
-// Adds one hold; returns the count before (0: the thread's first).
-std::int64_t add_read_hold(const void* lock) {
-  if (ReadHold* h = find_read_hold(lock)) return h->count++;
-  t_read_holds.push_back({lock, 1});
-  return 0;
-}
-
-// Drops one hold; returns the count after, or -1 (and changes nothing) if
-// the thread held none.
-std::int64_t drop_read_hold(const void* lock) noexcept {
-  ReadHold* h = find_read_hold(lock);
-  if (h == nullptr) return -1;
-  const std::int64_t left = --h->count;
-  if (left == 0) {
-    *h = t_read_holds.back();
-    t_read_holds.pop_back();
+// A new record (count 1, no permit yet) for a lock the thread does not
+// read: the slot if free, else the list. push_back may throw bad_alloc,
+// which records nothing.
+ReadHoldRecord* insert_read_hold(const void* lock) {
+  ReadHoldRecord& c = detail::t_cached_read_hold;
+  if (c.lock == nullptr) {
+    c = {lock, 1, false};
+    return &c;
   }
-  return left;
+  t_read_holds.push_back({lock, 1, false});
+  ++detail::t_listed_read_holds;
+  return &t_read_holds.back();
 }
 
+// Removes a record whose count reached 0.
+void erase_read_hold(ReadHoldRecord* h) noexcept {
+  if (h == &detail::t_cached_read_hold) {
+    *h = {};
+    return;
+  }
+  *h = t_read_holds.back();
+  t_read_holds.pop_back();
+  --detail::t_listed_read_holds;
+}
 }  // namespace
 
 void ReentrantReadWriteLock::throw_not_held(const char* what) {
@@ -68,39 +74,69 @@ void ReentrantReadWriteLock::throw_upgrade() {
 }
 
 std::int64_t ReentrantReadWriteLock::read_hold_count() const noexcept {
-  const ReadHold* h = find_read_hold(this);
+  const ReadHoldRecord* h = find_read_hold(this);
   return h == nullptr ? 0 : h->count;
 }
 
-void ReentrantReadWriteLock::lock_shared() {
-  // Record the hold first: a re-entry (or a writer's read) is then done
-  // without touching the synchronizer. push_back may throw bad_alloc, which
-  // leaves nothing held.
-  if (add_read_hold(this) > 0) return;
+bool ReentrantReadWriteLock::mark_downgraded_read() noexcept {
+  ReadHoldRecord* h = find_read_hold(this);
+  if (h == nullptr) return false;
+  h->permit = true;
+  return true;
+}
+
+// Everything lock_shared()'s fast path does not take: a re-entry recorded
+// in the list, a first hold while the thread reads other locks, a writer's
+// read, and a first hold that must wait (or whose dip found a writer).
+void ReentrantReadWriteLock::lock_shared_slow() {
+  if (ReadHoldRecord* h = find_read_hold(this)) {
+    ++h->count;  // a re-entry never waits
+    return;
+  }
+  ReadHoldRecord* h = insert_read_hold(this);
   if (is_write_locked_by_current_thread()) return;  // carved out of the write's permits
   sync_.acquire(1);
+  h->permit = true;
 }
 
 bool ReentrantReadWriteLock::try_lock_shared() {
-  if (add_read_hold(this) > 0) return true;
-  if (is_write_locked_by_current_thread() || sync_.try_acquire(1)) return true;
-  (void)drop_read_hold(this);
+  if (ReadHoldRecord* h = find_read_hold(this)) {
+    ++h->count;
+    return true;
+  }
+  ReadHoldRecord* h = insert_read_hold(this);
+  if (is_write_locked_by_current_thread()) return true;
+  if (sync_.try_acquire(1)) {
+    h->permit = true;
+    return true;
+  }
+  erase_read_hold(h);
   return false;
 }
 
 bool ReentrantReadWriteLock::read_lock_until(Clock::time_point deadline) {
-  if (add_read_hold(this) > 0) return true;
-  if (is_write_locked_by_current_thread() || sync_.acquire_until(1, deadline)) return true;
-  (void)drop_read_hold(this);
+  if (ReadHoldRecord* h = find_read_hold(this)) {
+    ++h->count;
+    return true;
+  }
+  ReadHoldRecord* h = insert_read_hold(this);
+  if (is_write_locked_by_current_thread()) return true;
+  if (sync_.acquire_until(1, deadline)) {
+    h->permit = true;
+    return true;
+  }
+  erase_read_hold(h);
   return false;
 }
 
-void ReentrantReadWriteLock::unlock_shared() {
-  const std::int64_t left = drop_read_hold(this);
-  if (left < 0) throw_not_held("read_unlock");
-  if (left > 0) return;
+void ReentrantReadWriteLock::unlock_shared_slow() {
+  ReadHoldRecord* h = find_read_hold(this);
+  if (h == nullptr) throw_not_held("read_unlock");
+  if (--h->count > 0) return;
+  const bool permit = h->permit;
+  erase_read_hold(h);
   // A writer's reads took no permit of their own (see the essay).
-  if (!is_write_locked_by_current_thread()) sync_.release(1);
+  if (permit) sync_.release_one_by_add();
 }
 
 bool ReentrantReadWriteLock::write_lock_until(Clock::time_point deadline) {

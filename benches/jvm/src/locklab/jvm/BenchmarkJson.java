@@ -118,6 +118,7 @@ final class BenchmarkJson {
       counters.put("think_ns", 0.0);
       long ops = r.totalOps();
       r.events().forEach((event, count) -> counters.put(event + "_per_op", ops > 0 ? (double) count / ops : 0.0));
+      counters.putAll(r.extra());
       e.putAll(counters);
     }
     out.append("    {");

@@ -79,6 +79,11 @@ final class Harness {
 
     /** Throws IllegalStateException if the object's final state contradicts the counted operations. */
     default void verify(long totalOps) {}
+
+    /** Counters of the suite's own, reported as they are (e.g. "reads_per_s"); read after verify. */
+    default Map<String, Double> counters(double wallSeconds) {
+      return Map.of();
+    }
   }
 
   /**
@@ -120,7 +125,7 @@ final class Harness {
 
   /** What one run measured; the derived figures are the JSON counters of suite.hpp. */
   record Result(Workload workload, long[] opsPerWaiter, double wallSeconds, double cpuSeconds,
-                Map<String, Long> events) {
+                Map<String, Long> events, Map<String, Double> extra) {
     long totalOps() {
       return Arrays.stream(opsPerWaiter).sum();
     }
@@ -186,8 +191,9 @@ final class Harness {
     long cpuEnd = OS.getProcessCpuTime();
     if (failure.get() != null) throw new IllegalStateException("a waiter failed: " + failure.get(), failure.get());
     long last = Arrays.stream(leftLoop).max().orElse(start);
-    Result r = new Result(w, ops, (last - start) * 1e-9, (cpuEnd - cpuStart) * 1e-9, subject.events());
-    subject.verify(r.totalOps());
-    return r;
+    double wall = (last - start) * 1e-9;
+    long total = Arrays.stream(ops).sum();
+    subject.verify(total);
+    return new Result(w, ops, wall, (cpuEnd - cpuStart) * 1e-9, subject.events(), subject.counters(wall));
   }
 }

@@ -12,10 +12,12 @@
 //                       --benchmark_enable_random_interleaving.
 //   --duration_ms=N     override the time per point
 //   --waiters=LIST      override the waiter counts, e.g. 1,2,8
-//   --suite=counters|locks|all   which suites (default all)
+//   --suite=counters|locks|rwlocks|all   which suites (default all)
 //   --out=DIR           where to write jvm_<suite>.json (default: results)
 // and its own:
 //   --cs_ns=LIST        critical sections of the locks suite (default 0,1000)
+//   --read_permille=LIST  read fractions of the rwlocks suite (default: 990 in
+//                       quick mode, 1000,990,900,500 in full; ReadWrite.java)
 //   --warmup_ms=N       warm-up time per point (default: half of --duration_ms)
 //   --selftest          every implementation at 2 waiters for 20 ms, then
 //                       checks the JSON it wrote (SelfTest.java); exit 0 = pass
@@ -85,8 +87,8 @@ public final class JvmPeers {
   /** One repetition of a point: its result, or the error that failed it; jitMs compiled meanwhile. */
   record Outcome(Point point, int repetitionIndex, Harness.Result result, String error, long jitMs) {}
 
-  record Options(String mode, long durationMs, List<Integer> waiters, List<Long> csNs, long warmupMs,
-                 int repetitions, List<String> suites, Path out, boolean selftest) {}
+  record Options(String mode, long durationMs, List<Integer> waiters, List<Long> csNs, List<Long> readPermilles,
+                 long warmupMs, int repetitions, List<String> suites, Path out, boolean selftest) {}
 
   private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
 
@@ -119,7 +121,8 @@ public final class JvmPeers {
       }
       int eq = a.indexOf('=');
       String key = eq > 0 ? a.substring(0, eq) : a;
-      if (eq < 0 || !List.of("--mode", "--duration_ms", "--waiters", "--cs_ns", "--warmup_ms", "--suite", "--out")
+      if (eq < 0 || !List.of("--mode", "--duration_ms", "--waiters", "--cs_ns", "--read_permille", "--warmup_ms", "--suite",
+          "--out")
           .contains(key)) {
         throw new IllegalArgumentException("unknown flag '" + a + "' (see the header of JvmPeers.java)");
       }
@@ -132,12 +135,19 @@ public final class JvmPeers {
     boolean full = mode.equals("full");
     String suite = flags.getOrDefault("suite", "all");
     List<String> suites = switch (suite) {
-      case "all" -> List.of(Counters.SUITE, Locks.SUITE);
-      case Counters.SUITE, Locks.SUITE -> List.of(suite);
-      default -> throw new IllegalArgumentException("--suite must be counters, locks or all, got '" + suite + "'");
+      case "all" -> List.of(Counters.SUITE, Locks.SUITE, ReadWrite.SUITE);
+      case Counters.SUITE, Locks.SUITE, ReadWrite.SUITE -> List.of(suite);
+      default -> throw new IllegalArgumentException(
+          "--suite must be counters, locks, rwlocks or all, got '" + suite + "'");
     };
+    List<Long> permilles = flags.containsKey("read_permille")
+        ? list(flags.get("read_permille"), "--read_permille", 0, Long::valueOf)
+        : full ? ReadWrite.ALL_PERMILLES : ReadWrite.QUICK_PERMILLES;
+    for (long p : permilles) {
+      if (p > 1000) throw new IllegalArgumentException("--read_permille must be within 0..1000, got " + p);
+    }
     if (selftest) {
-      return new Options(mode, 20, List.of(2), List.of(0L, 1000L), 20, 1, suites,
+      return new Options(mode, 20, List.of(2), List.of(0L, 1000L), List.of(990L, 500L), 20, 1, suites,
           flags.containsKey("out") ? Path.of(flags.get("out")) : null, true);
     }
     long durationMs =
@@ -146,6 +156,7 @@ public final class JvmPeers {
         flags.containsKey("waiters") ? list(flags.get("waiters"), "--waiters", 1, Long::intValue)
             : full ? List.of(1, 2, 4, 8, 16, 32, 64, 128) : List.of(1, 2, 4, 16, 64),
         flags.containsKey("cs_ns") ? list(flags.get("cs_ns"), "--cs_ns", 0, Long::valueOf) : List.of(0L, 200L, 1000L),
+        permilles,
         flags.containsKey("warmup_ms") ? positive(flags.get("warmup_ms"), "--warmup_ms") : Math.max(1, durationMs / 2),
         full ? 5 : 1, suites, Path.of(flags.getOrDefault("out", "results")), false);
   }
@@ -175,6 +186,9 @@ public final class JvmPeers {
     List<Family> families = new ArrayList<>();
     if (o.suites().contains(Counters.SUITE)) families.addAll(Counters.families());
     if (o.suites().contains(Locks.SUITE)) families.addAll(Locks.families(o.csNs()));
+    if (o.suites().contains(ReadWrite.SUITE)) {
+      families.addAll(ReadWrite.families(o.readPermilles(), o.mode().equals("full")));
+    }
     return families;
   }
 

@@ -29,7 +29,7 @@ final class SelfTest {
 
   // '/' and ':' separate the parts of a name, so an implementation may not contain them.
   private static final Pattern NAME =
-      Pattern.compile("(counters|locks)/(java\\.[^/:]+)/waiters:([0-9]+)((?:/[a-z_]+:[0-9]+)*)");
+      Pattern.compile("(counters|locks|rwlocks)/(java\\.[^/:]+)/waiters:([0-9]+)((?:/[a-z_]+:[0-9]+)*)");
 
   private static final List<String> CONTEXT_STRINGS = List.of("date", "host_name", "locklab_suite", "locklab_mode",
       "duration_ms", "cpu_model", "cores", "kernel", "compiler", "locklab_build", "git_revision");
@@ -40,7 +40,8 @@ final class SelfTest {
     checkBusyWork(problems);
     boolean tempDir = o.out() == null;
     Path dir = tempDir ? Files.createTempDirectory("locklab-jvm-selftest") : o.out();
-    JvmPeers.Options smoke = new JvmPeers.Options(o.mode(), o.durationMs(), o.waiters(), o.csNs(), o.warmupMs(),
+    JvmPeers.Options smoke = new JvmPeers.Options(o.mode(), o.durationMs(), o.waiters(), o.csNs(), o.readPermilles(),
+        o.warmupMs(),
         o.repetitions(), o.suites(), dir, true);
     List<JvmPeers.Outcome> outcomes = JvmPeers.runSuites(smoke);
     for (JvmPeers.Outcome x : outcomes) {
@@ -117,7 +118,8 @@ final class SelfTest {
       for (String knob : m.group(4).split("/")) {
         if (!knob.isEmpty()) knobs.put(knob.substring(0, knob.indexOf(':')), Double.valueOf(knob.substring(knob.indexOf(':') + 1)));
       }
-      double csInName = knobs.getOrDefault("cs_ns", 0.0);
+      // rwlocks: cs_ns carries the read section (read_write.hpp's calibration).
+      double csInName = knobs.getOrDefault("cs_ns", knobs.getOrDefault("read_cs_ns", 0.0));
       requireNumber(e, "waiters", Double.parseDouble(m.group(3)), Double.parseDouble(m.group(3)), at, problems);
       requireNumber(e, "cs_ns", csInName, csInName, at, problems);
       requireNumber(e, "real_time", Double.MIN_VALUE, Double.MAX_VALUE, at, problems);
@@ -131,8 +133,31 @@ final class SelfTest {
         requireNumber(e, key, 0, Double.MAX_VALUE, at, problems);
       }
       if (name.contains("cas_loop")) requireNumber(e, "cas_failures_per_op", 0, Double.MAX_VALUE, at, problems);
+      if (suite.equals(ReadWrite.SUITE)) checkReadWrite(e, knobs, at, problems);
     }
     if (!seen.equals(expected)) problems.add(where + ": expected the points " + expected + ", found " + seen);
+  }
+
+  /**
+   * The rwlocks counters: reads and writes per second adding up to the throughput, the read fraction
+   * near the knob (a pseudo-random draw over thousands of operations), retries only for optimistic
+   * reads, the writer's wait only where writes were made.
+   */
+  private static void checkReadWrite(Map<?, ?> e, Map<String, Double> knobs, String at, List<String> problems) {
+    requireNumber(e, "reads_per_s", 0, Double.MAX_VALUE, at, problems);
+    requireNumber(e, "writes_per_s", 0, Double.MAX_VALUE, at, problems);
+    requireNumber(e, "read_fraction", 0, 1, at, problems);
+    if (!(e.get("reads_per_s") instanceof Double r) || !(e.get("writes_per_s") instanceof Double w)
+        || !(e.get("items_per_second") instanceof Double all) || !(e.get("read_fraction") instanceof Double f)) {
+      return;  // reported above
+    }
+    if (Math.abs(r + w - all) > 1e-6 * all) problems.add(at + "reads_per_s + writes_per_s != items_per_second");
+    double knob = knobs.getOrDefault("read_permille", -1.0) / 1000;
+    if (Math.abs(f - knob) > 0.05) problems.add(at + "read_fraction " + f + " is not near read_permille's " + knob);
+    String name = (String) e.get("name");
+    if (name.contains("(optimistic)")) requireNumber(e, "optimistic_retries_per_read", 0, 1, at, problems);
+    else if (e.containsKey("optimistic_retries_per_read")) problems.add(at + "retries on a non-optimistic read");
+    if (w > 0) requireNumber(e, "write_wait_p99_us", 0, Double.MAX_VALUE, at, problems);
   }
 
   private static void requireNumber(Map<?, ?> entry, String key, double min, double max, String at,
