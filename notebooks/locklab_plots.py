@@ -502,6 +502,13 @@ COUNTER_LABELS = {
     "server_cpu_us_per_op": ("Redis server CPU per operation, \u00b5s", "\u00b5s / operation"),
     "server_bound_ops_per_second": ("the server's ceiling: operations/s at 100% Redis CPU", "operations/s"),
     "lost_leases_per_op": ("leases lost per operation", "lost / operation"),
+    # rwlocks: the local read-mostly workload (benches/harness/read_write.hpp).
+    "reads_per_s": ("reads completed per second", "reads/s"),
+    "writes_per_s": ("writes completed per second", "writes/s"),
+    "read_fraction": ("fraction of operations that were reads", "reads / operation"),
+    "optimistic_retries_per_read": ("optimistic reads that failed validate, per read", "retries / read"),
+    "write_wait_p50_us": ("writer wait to acquire, median, \u00b5s", "\u00b5s"),
+    "write_wait_p99_us": ("writer wait to acquire, p99, \u00b5s", "\u00b5s"),
 }
 # A small panel's title wraps past this many characters (they sit three abreast).
 COUNTER_TITLE_WIDTH = 30
@@ -801,6 +808,13 @@ IMPL_GROUPS = {
         ("peers", "peers: C and C++ libraries' locks, and no lock at all (none)",
          ("std::", "glibc.", "absl.", "tbb.", "boost::", "folly::", "ck.", "ck_", "none"), ()),
         ("jvm", "peers: the JVM's locks", ("java.",), ()),
+    ),
+    "rwlocks": (
+        ("ours", "our read-write locks: ReentrantReadWriteLock, StampedLock (read lock, optimistic read)",
+         ("ReentrantReadWriteLock", "StampedLock"), ("std::shared_mutex", "none")),
+        ("peers", "peers: C and C++ libraries' read-write locks, one mutex for both sides, and no lock at all (none)",
+         ("std::", "glibc.", "absl.", "tbb.", "none"), ()),
+        ("jvm", "peers: the JVM's read-write locks", ("java.",), ("ReentrantReadWriteLock(unfair)",)),
     ),
 }
 OTHER_GROUP = ("other", "implementations no group of IMPL_GROUPS takes")
