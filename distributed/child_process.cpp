@@ -17,8 +17,17 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std:
   std::vector<char*> cargv;
   for (auto& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // An inherited variable that extra_env sets again is left out: with two
+  // entries of one name, C's getenv() reads the first but a shell keeps the
+  // last, and the child must see one value whatever it is written in.
   std::vector<std::string> envs = extra_env;
-  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string inherited = *e;
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden = overridden || name_of(x) == name_of(inherited);
+    if (!overridden) envs.push_back(inherited);
+  }
   std::vector<char*> envp;
   for (auto& e : envs) envp.push_back(e.data());
   envp.push_back(nullptr);

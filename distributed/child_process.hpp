@@ -10,8 +10,8 @@
 // ------------------
 // - spawn_process() starts argv[0] (a path, not looked up on $PATH) with
 //   `argv` and this process's environment, `extra_env` ("NAME=value") put
-//   FIRST so that getenv() in the child sees them over any inherited
-//   variable of the same name. posix_spawn: no fork of a multi-threaded
+//   in place of any inherited variable of the same name (so a C child and
+//   a shell child see the same value). posix_spawn: no fork of a multi-threaded
 //   parent's address space, so it is safe from any thread. Returns -1 if
 //   the kernel refused (no exception: callers say which role failed).
 // - wait_process() is bounded: the exit status (0..255), 128 + the signal
