@@ -1,9 +1,13 @@
 #include "distributed/child_process.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <thread>
 
@@ -52,6 +56,71 @@ int wait_process(pid_t pid, std::chrono::milliseconds bound) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+CapturedOutput run_capturing_output(const std::vector<std::string>& argv, std::chrono::milliseconds bound,
+                                    std::size_t max_output) {
+  CapturedOutput r;
+  if (argv.empty()) {
+    r.output = "nothing to run";
+    return r;
+  }
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    r.output = "pipe failed";
+    return r;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    r.output = "cannot start " + argv[0];
+    return r;
+  }
+  r.started = true;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  char buf[4096];
+  bool overstayed = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      overstayed = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      overstayed = ready == 0;
+      break;
+    }
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      const std::size_t room = max_output - std::min(max_output, r.output.size());
+      r.output.append(buf, std::min(room, static_cast<std::size_t>(n)));  // read on to EOF all the same
+    } else if (n == 0 || errno != EINTR) {
+      break;  // EOF: the tool (and whatever it started) closed its output
+    }
+  }
+  ::close(fds[0]);
+  if (overstayed) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exited = !overstayed && WIFEXITED(status);
+  r.status = r.exited ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 int ChildProcess::wait(std::chrono::milliseconds bound) {

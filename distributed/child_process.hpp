@@ -23,6 +23,11 @@
 //   still running (an exception between spawn and wait leaves no orphan
 //   hammering a server and no zombie). Move-only.
 //
+// - run_capturing_output() runs a short tool (the partition scenario's `ip`
+//   and `iptables`) to its end: stdin /dev/null, stdout and stderr into one
+//   pipe, the output kept up to `max_output` bytes; bounded like
+//   wait_process (a tool that overstays is SIGKILLed and reaped).
+//
 // Failure outcomes: nothing throws; a child that cannot be started is -1
 // (spawn_process) or a ChildProcess whose running() is false.
 #pragma once
@@ -30,6 +35,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -41,6 +47,15 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std:
 
 // Waits at most `bound` for child `pid`; see the essay for the result.
 int wait_process(pid_t pid, std::chrono::milliseconds bound);
+
+struct CapturedOutput {
+  bool started = false;  // false: it could not be started (output says why)
+  bool exited = false;   // ended by exit(), not by a signal (nor by the bound)
+  int status = -1;       // the exit status when `exited`
+  std::string output;    // stdout and stderr, interleaved
+};
+CapturedOutput run_capturing_output(const std::vector<std::string>& argv, std::chrono::milliseconds bound,
+                                    std::size_t max_output = 64 * 1024);
 
 class ChildProcess {
  public:

@@ -71,5 +71,25 @@ TEST(ChildProcessTest, MovingHandsTheChildOver) {
   EXPECT_EQ(b.wait(10s), 5);
 }
 
+TEST(ChildProcessTest, RunCapturingOutputKeepsStdoutAndStderrAndTheStatus) {
+  const CapturedOutput r = run_capturing_output({kShell, "-c", "echo out; echo err 1>&2; exit 4"}, 10s);
+  EXPECT_TRUE(r.started);
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.status, 4);
+  EXPECT_EQ(r.output, "out\nerr\n");
+}
+
+TEST(ChildProcessTest, RunCapturingOutputIsBoundedAndKeepsAtMostMaxOutput) {
+  const auto start = std::chrono::steady_clock::now();
+  const CapturedOutput slow = run_capturing_output({kShell, "-c", "sleep 30"}, 100ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  EXPECT_TRUE(slow.started);
+  EXPECT_FALSE(slow.exited) << "killed at the bound";
+  const CapturedOutput big = run_capturing_output({kShell, "-c", "i=0; while [ $i -lt 200 ]; do echo 0123456789; i=$((i+1)); done"}, 10s, 100);
+  EXPECT_TRUE(big.exited);
+  EXPECT_EQ(big.output.size(), 100u) << "2,200 bytes written, the first 100 kept";
+  EXPECT_FALSE(run_capturing_output({"/nonexistent/locklab-no-such-program"}, 1s).started);
+}
+
 }  // namespace
 }  // namespace locklab
