@@ -12,6 +12,8 @@ namespace {
 using namespace std::chrono_literals;
 
 // /bin/sh is in every Debian base system; the tests need no other program.
+// A long child is `exec sleep`: killing a shell that forked its sleep would
+// leave the sleep behind, holding the test's output open for its 30 s.
 constexpr const char* kShell = "/bin/sh";
 
 TEST(ChildProcessTest, WaitReturnsTheExitStatus) {
@@ -35,7 +37,7 @@ TEST(ChildProcessTest, AChildKilledByASignalReports128PlusTheSignal) {
 }
 
 TEST(ChildProcessTest, TheBoundedWaitKillsAndReapsAChildThatOverstays) {
-  ChildProcess child = ChildProcess::spawn({kShell, "-c", "sleep 30"});
+  ChildProcess child = ChildProcess::spawn({kShell, "-c", "exec sleep 30"});
   const pid_t pid = child.pid();
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(child.wait(100ms), -1);
@@ -48,7 +50,7 @@ TEST(ChildProcessTest, TheBoundedWaitKillsAndReapsAChildThatOverstays) {
 TEST(ChildProcessTest, DestructionKillsAndReapsARunningChild) {
   pid_t pid = -1;
   {
-    ChildProcess child = ChildProcess::spawn({kShell, "-c", "sleep 30"});
+    ChildProcess child = ChildProcess::spawn({kShell, "-c", "exec sleep 30"});
     ASSERT_TRUE(child.running());
     pid = child.pid();
   }
@@ -81,7 +83,7 @@ TEST(ChildProcessTest, RunCapturingOutputKeepsStdoutAndStderrAndTheStatus) {
 
 TEST(ChildProcessTest, RunCapturingOutputIsBoundedAndKeepsAtMostMaxOutput) {
   const auto start = std::chrono::steady_clock::now();
-  const CapturedOutput slow = run_capturing_output({kShell, "-c", "sleep 30"}, 100ms);
+  const CapturedOutput slow = run_capturing_output({kShell, "-c", "exec sleep 30"}, 100ms);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
   EXPECT_TRUE(slow.started);
   EXPECT_FALSE(slow.exited) << "killed at the bound";
