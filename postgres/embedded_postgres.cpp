@@ -22,6 +22,8 @@
 #include <sstream>
 #include <thread>
 
+#include "distributed/child_process.hpp"
+
 namespace locklab::pg {
 
 namespace {
@@ -82,23 +84,6 @@ std::string tail_of(const std::string& path, std::size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
-}
-
-// Waits for `pid` up to `bound`; its exit status, or -1 after SIGKILL.
-int wait_exit(pid_t pid, std::chrono::milliseconds bound) {
-  const auto deadline = Clock::now() + bound;
-  for (;;) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r < 0) return -1;
-    if (Clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 }  // namespace
@@ -189,7 +174,7 @@ EmbeddedPostgres::EmbeddedPostgres(Options options) : options_(std::move(options
                               "--no-sync", "--no-instructions"},
                              initdb_log);
   if (initdb < 0) give_up("cannot start initdb: " + std::string(std::strerror(errno)));
-  const int rc = wait_exit(initdb, options_.start_timeout);
+  const int rc = wait_process(initdb, options_.start_timeout);  // distributed/child_process.hpp
   ::unlink(pwfile.c_str());
   if (rc != 0) {
     give_up("initdb failed (status " + std::to_string(rc) + (run_as_.empty() ? "" : ", as user " + run_as_) +

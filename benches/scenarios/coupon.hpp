@@ -83,6 +83,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <exception>
 #include <functional>
@@ -94,9 +95,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "distributed/child_process.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/fencing.hpp"
@@ -571,22 +574,6 @@ inline bool wait_for(const std::function<bool()>& done, ms bound) {
   return true;
 }
 
-inline int wait_exit(pid_t pid, ms bound) {
-  const auto deadline = Clock::now() + bound;
-  for (;;) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r < 0) return -1;
-    if (Clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-}
-
 }  // namespace detail
 
 // One run of the coupon experiment in `world` (flushed first). Throws
@@ -610,7 +597,10 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   const std::string dir = ::mkdtemp(tmpl) != nullptr ? tmpl : throw std::runtime_error("mkdtemp failed");
   struct RemoveDir {
     std::string d;
-    ~RemoveDir() { (void)std::system(("rm -rf '" + d + "'").c_str()); }
+    ~RemoveDir() {
+      std::error_code ignored;  // a leftover temporary folder is not worth an exception in a destructor
+      std::filesystem::remove_all(d, ignored);
+    }
   } remove_dir{dir};
 
   // Thread clients connect now, before any fault.
@@ -624,18 +614,19 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   // the fault is injected from this thread, because a restarted server dies
   // with the thread that started it (EmbeddedServer's PR_SET_PDEATHSIG).
   pid_t victim_pid = -1;
+  ChildProcess victim_process;  // owns victim_pid: killed and reaped if the run throws
   Tally victim_tally;
   std::thread victim;
   std::promise<void> victim_holds, fault_injected;
   std::exception_ptr victim_error;
   if (c.fault == Fault::kPause) {
-    victim_pid = launch("victim", child_args(c, ports, dir + "/victim"));
-    if (victim_pid <= 0) throw std::runtime_error("cannot start the victim process");
+    victim_process = ChildProcess(launch("victim", child_args(c, ports, dir + "/victim")));
+    victim_pid = victim_process.pid();
+    if (!victim_process.running()) throw std::runtime_error("cannot start the victim process");
     int status = 0;
     const bool stopped = detail::wait_for([&] { return ::waitpid(victim_pid, &status, WNOHANG | WUNTRACED) == victim_pid; }, 10s);
     if (!stopped || !WIFSTOPPED(status)) {
-      ::kill(victim_pid, SIGKILL);
-      ::waitpid(victim_pid, &status, 0);
+      victim_process.kill();
       throw std::runtime_error("the victim process did not reach its pause");
     }
   } else if (c.fault != Fault::kNone) {
@@ -699,7 +690,7 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   // The load.
   std::vector<Tally> tallies(static_cast<std::size_t>(c.clients));
   std::vector<std::thread> threads;
-  std::vector<pid_t> kids;
+  std::vector<ChildProcess> kids;  // killed and reaped if the run throws
   struct JoinAll {  // on an exception: never leave a joinable thread behind
     std::vector<std::thread>& ts;
     std::thread& v;
@@ -712,8 +703,8 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
   } join_all{threads, victim};
   if (c.processes) {
     for (int i = 0; i < c.clients; ++i) {
-      kids.push_back(launch("client", child_args(c, ports, dir + "/client" + std::to_string(i))));
-      if (kids.back() <= 0) throw std::runtime_error("cannot start a client process");
+      kids.emplace_back(launch("client", child_args(c, ports, dir + "/client" + std::to_string(i))));
+      if (!kids.back().running()) throw std::runtime_error("cannot start a client process");
     }
   } else {
     for (int i = 0; i < c.clients; ++i) {
@@ -734,7 +725,7 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
     // victim's lease ran out: so it is stopped past its lease. Then SIGCONT.
     detail::wait_for([&] { return probe.commits() > 0; }, 10s);
     ::kill(victim_pid, SIGCONT);
-    const int rc = detail::wait_exit(victim_pid, 20s);
+    const int rc = victim_process.wait(20s);
     if (rc != 0) throw std::runtime_error("the victim process failed (status " + std::to_string(rc) + ")");
     victim_tally = Tally::decode_line(read_file(dir + "/victim"));
     result.victim = read_file(dir + "/victim.word");
@@ -744,7 +735,7 @@ inline CouponResult run_coupon(World& world, const CouponConfig& c, const Launch
 
   for (auto& t : threads) t.join();
   for (std::size_t i = 0; i < kids.size(); ++i) {
-    const int rc = detail::wait_exit(kids[i], c.run_cap + 10s);
+    const int rc = kids[i].wait(c.run_cap + 10s);
     if (rc != 0) throw std::runtime_error("client process " + std::to_string(i) + " failed (status " + std::to_string(rc) + ")");
     tallies[i] = Tally::decode_line(read_file(dir + "/client" + std::to_string(i)));
   }

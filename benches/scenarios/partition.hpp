@@ -98,7 +98,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,14 +123,13 @@
 #include <vector>
 
 #include "benches/harness/redis_lock_registry.hpp"
+#include "distributed/child_process.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/error.hpp"
 #include "distributed/fencing.hpp"
 #include "distributed/lock_lost.hpp"
 #include "distributed/red_lock.hpp"
-
-extern char** environ;
 
 namespace locklab::scenarios::partition {
 
@@ -206,47 +204,14 @@ struct ToolResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
-// Runs argv (argv[0] an absolute path; no shell) and collects its output.
-// The tools run here (ip, iptables) exit in milliseconds.
+// Runs argv (argv[0] an absolute path; no shell) and collects its output
+// (distributed/child_process.hpp). The tools run here (ip, iptables) exit in
+// milliseconds; 10 s is a bound for a machine under load, not an estimate.
 inline ToolResult run_tool(const std::vector<std::string>& argv) {
+  CapturedOutput c = run_capturing_output(argv, std::chrono::seconds(10));
   ToolResult r;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    r.output = "pipe failed";
-    return r;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    r.output = "cannot start " + argv[0];
-    return r;
-  }
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      if (r.output.size() < 64 * 1024) r.output.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.status = c.exited ? c.status : -1;
+  r.output = std::move(c.output);
   while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
   return r;
 }

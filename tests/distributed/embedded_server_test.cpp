@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/child_process.hpp"
 #include "tests/distributed/redis_test_support.hpp"
 
 namespace locklab::redis::testing {
@@ -107,19 +108,9 @@ TEST(EmbeddedServerTest, AForeignServerOnThePortIsNotAdopted) {
   std::vector<std::string> args = {exe,        "--port",       std::to_string(port), "--bind",    "127.0.0.1",
                                    "--save",   "",             "--appendonly",       "no",        "--dir",
                                    ours.directory(), "--logfile", ours.directory() + "/foreign.log"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t foreign = -1;
-  ASSERT_EQ(::posix_spawn(&foreign, exe.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      ::kill(pid, SIGKILL);
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-    }
-  } reaper{foreign};
+  ChildProcess server = ChildProcess::spawn(args);  // SIGKILLed and reaped at the end of the test
+  ASSERT_TRUE(server.running());
+  const pid_t foreign = server.pid();
   Client::Options o = ours.client_options();
   o.connect_timeout = 200ms;
   std::unique_ptr<Client> c;

@@ -11,7 +11,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,11 +30,10 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/child_process.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "tests/eventually.hpp"
-
-extern char** environ;
 
 namespace locklab::redis::testing {
 
@@ -305,20 +303,10 @@ class UserWithoutChannels {
 
 // Runs this test binary again as a child process with --gtest_filter=`test`
 // (a DISABLED_ test, run with --gtest_also_run_disabled_tests) and the
-// extra environment `env` ("NAME=value"). Returns its pid.
+// extra environment `env` ("NAME=value"). Returns its pid, or -1
+// (distributed/child_process.hpp, as every child role the lab starts).
 inline pid_t spawn_self(const std::string& test, const std::vector<std::string>& env) {
-  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=" + test, "--gtest_also_run_disabled_tests"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> envs = env;
-  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : envs) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
-  return pid;
+  return spawn_process({"/proc/self/exe", "--gtest_filter=" + test, "--gtest_also_run_disabled_tests"}, env);
 }
 
 // What a parent test tells a child it spawns (spawn_self): the port of its
@@ -347,21 +335,7 @@ inline std::optional<ChildTask> child_task() {
 
 // Waits (bounded) for a child; returns its exit status, or -1 after
 // SIGKILLing it if it did not finish in time.
-inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) {
-  const auto deadline = Clock::now() + bound;
-  for (;;) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r < 0) return -1;
-    if (Clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-}
+inline int wait_child(pid_t pid, std::chrono::milliseconds bound = 30s) { return wait_process(pid, bound); }
 
 // ThreadSanitizer refuses to start a thread in a child forked from a
 // multi-threaded process (the child dies: "starting new threads after
