@@ -31,6 +31,11 @@ namespace {
 //              lease ends in the hash and the sorted set are the authority.
 //              One PTTL per grant, the PEXPIREs about once per lease.
 //   wake(ch)   PUBLISH with pcall: a refused wake-up must not undo a release.
+//   release_target(n, mode, arg)  both releases' arithmetic on the
+//              caller's n holds: arg '-' gives one back, a count brings n
+//              down to it (never up). Returns the count to leave, or nil
+//              and the script's reply when nothing is to change (-1/-2 for
+//              no hold, n for a restore that is already at or below it).
 // Why no TTL work in the releases: removing a hold never needs a longer
 // TTL, and a TTL longer than the remaining holds only delays garbage
 // collection.
@@ -73,6 +78,18 @@ local function extend(key, lease)
 end
 local function wake(channel)
   redis.pcall('publish', channel, '0')
+end
+local function release_target(n, mode, arg)
+  if arg == '-' then
+    if n == 0 then
+      if mode then return nil, -2 end
+      return nil, -1
+    end
+    return n - 1
+  end
+  local to = tonumber(arg)
+  if n <= to then return nil, n end
+  return to
 end
 )lua";
 
@@ -162,17 +179,8 @@ local mode = purge(now)
 local field = 'r:' .. ARGV[1]
 local n = 0
 if mode then n = tonumber(redis.call('hget', KEYS[1], field) or '0') end
-local to
-if ARGV[2] == '-' then
-  if n == 0 then
-    if mode then return -2 end
-    return -1
-  end
-  to = n - 1
-else
-  to = tonumber(ARGV[2])
-  if n <= to then return n end
-end
+local to, reply = release_target(n, mode, ARGV[2])
+if not to then return reply end
 if to > 0 then
   redis.call('hset', KEYS[1], field, to)
   return to
@@ -194,17 +202,8 @@ if mode == 'write' then
   local w = redis.call('hmget', KEYS[1], 'writer', 'w')
   if w[1] == ARGV[1] then n = tonumber(w[2]) end
 end
-local to
-if ARGV[2] == '-' then
-  if n == 0 then
-    if mode then return -2 end
-    return -1
-  end
-  to = n - 1
-else
-  to = tonumber(ARGV[2])
-  if n <= to then return n end
-end
+local to, reply = release_target(n, mode, ARGV[2])
+if not to then return reply end
 if to > 0 then
   redis.call('hset', KEYS[1], 'w', to)
   return to

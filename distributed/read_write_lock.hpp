@@ -216,20 +216,20 @@ class ReadWriteSide {
 
 }  // namespace detail
 
-// The shared side. lock() / try_lock() / try_lock_for() / try_lock_until()
-// (DeadlineLockable) take a read hold; unlock() gives one back.
-class ReadLock : public DeadlineLockable<ReadLock> {
+namespace detail {
+
+// What ReadLock and WriteLock share: everything but the side they name.
+// Derived is the lock itself, so that DeadlineLockable's calls are its own.
+template <class Derived, ReadWriteSide::Kind kKind>
+class ReadWriteSideLock : public DeadlineLockable<Derived> {
  public:
   using Options = ReadWriteLockOptions;
-  // Sends nothing. std::invalid_argument as in the essay.
-  ReadLock(Client& client, std::string name, Options options = {})
-      : side_(detail::ReadWriteSide::Kind::kRead, client, std::move(name), options) {}
 
-  // Pre: this thread holds a read hold. Throws as in the essay.
+  // Pre: this thread holds a hold of this side. Throws as in the essay.
   void unlock() { side_.unlock(); }
   std::int64_t hold_count() const { return side_.hold_count(); }
   bool is_held_by_current_thread() const { return hold_count() > 0; }
-  // The token of this thread's outermost read hold (fenced only; see
+  // The token of this thread's outermost hold (fenced only; see
   // fenced_acquire.hpp's held_token for the errors).
   std::int64_t token() const { return side_.token(); }
   bool fenced() const noexcept { return side_.fenced(); }
@@ -241,37 +241,34 @@ class ReadLock : public DeadlineLockable<ReadLock> {
   std::uint64_t watchdog_renewals() const noexcept { return side_.watchdog_renewals(); }
   std::uint64_t failed_renewals() const noexcept { return side_.failed_renewals(); }
 
+ protected:
+  // Sends nothing. std::invalid_argument as in the essay.
+  ReadWriteSideLock(Client& client, std::string name, Options options)
+      : side_(kKind, client, std::move(name), options) {}
+
  private:
-  friend DeadlineLockable<ReadLock>;
-  bool acquire_until(detail::Clock::time_point deadline) { return side_.acquire(deadline); }
-  detail::ReadWriteSide side_;
+  friend DeadlineLockable<Derived>;
+  bool acquire_until(Clock::time_point deadline) { return side_.acquire(deadline); }
+  ReadWriteSide side_;
+};
+
+}  // namespace detail
+
+// The shared side. lock() / try_lock() / try_lock_for() / try_lock_until()
+// (DeadlineLockable) take a read hold; unlock() gives one back.
+class ReadLock : public detail::ReadWriteSideLock<ReadLock, detail::ReadWriteSide::Kind::kRead> {
+ public:
+  ReadLock(Client& client, std::string name, Options options = {})
+      : ReadWriteSideLock(client, std::move(name), options) {}
 };
 
 // The exclusive side: the same calls, for a write hold. Its acquire throws
 // std::system_error(resource_deadlock_would_occur) for an owner that holds
 // the read side (upgrade).
-class WriteLock : public DeadlineLockable<WriteLock> {
+class WriteLock : public detail::ReadWriteSideLock<WriteLock, detail::ReadWriteSide::Kind::kWrite> {
  public:
-  using Options = ReadWriteLockOptions;
   WriteLock(Client& client, std::string name, Options options = {})
-      : side_(detail::ReadWriteSide::Kind::kWrite, client, std::move(name), options) {}
-
-  void unlock() { side_.unlock(); }
-  std::int64_t hold_count() const { return side_.hold_count(); }
-  bool is_held_by_current_thread() const { return hold_count() > 0; }
-  std::int64_t token() const { return side_.token(); }
-  bool fenced() const noexcept { return side_.fenced(); }
-  const std::string& fence_key() const noexcept { return side_.fence_key(); }
-  const std::string& name() const noexcept { return side_.name(); }
-  const std::string& channel() const noexcept { return side_.channel(); }
-  std::uint64_t attempts() const noexcept { return side_.attempts(); }
-  std::uint64_t watchdog_renewals() const noexcept { return side_.watchdog_renewals(); }
-  std::uint64_t failed_renewals() const noexcept { return side_.failed_renewals(); }
-
- private:
-  friend DeadlineLockable<WriteLock>;
-  bool acquire_until(detail::Clock::time_point deadline) { return side_.acquire(deadline); }
-  detail::ReadWriteSide side_;
+      : ReadWriteSideLock(client, std::move(name), options) {}
 };
 
 // Both sides of one name, as Java's ReentrantReadWriteLock hands them out.

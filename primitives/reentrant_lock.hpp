@@ -124,8 +124,9 @@
 // itself as owner. unlock() checks ownership, decrements, and at zero clears
 // owner *before* giving the permit back.
 // A Condition is a FIFO list of nodes on the awaiting threads' stacks, each
-// with its own futex word; the list is guarded by the lock itself (only the
-// holder touches it). signal() unlinks the head node and sets its word while
+// with its own futex word (a ConditionQueue, primitives/condition_queue.hpp,
+// shared with ReentrantReadWriteLock); the list is guarded by the lock
+// itself (only the holder touches it). signal() unlinks the head node and sets its word while
 // still holding the lock; the awaiter cannot return (and so destroy its
 // node) before it re-acquires the lock, i.e. before the signaller has
 // finished with the node. A timed-out awaiter re-acquires the lock first,
@@ -156,8 +157,9 @@
 #include <cstdint>
 #include <thread>
 
-#include "primitives/lock_stats.hpp"
+#include "primitives/condition_queue.hpp"
 #include "primitives/deadline.hpp"
+#include "primitives/lock_stats.hpp"
 #include "primitives/queued_synchronizer.hpp"
 
 namespace locklab {
@@ -327,18 +329,12 @@ class ReentrantLock::Condition {
   std::int64_t wait_queue_length() const;
 
  private:
-  struct Waiter;  // an awaiting thread's node, on its stack (reentrant_lock.cpp)
-
   bool await_until_steady(std::chrono::steady_clock::time_point deadline);
   bool expired_now() const;
   void check_held(const char* what) const;
-  Waiter* pop_locked() noexcept;
 
   ReentrantLock& lock_;
-  // Guarded by lock_ (only its holder reads or writes them).
-  Waiter* head_ = nullptr;
-  Waiter* tail_ = nullptr;
-  std::int64_t length_ = 0;
+  ConditionQueue queue_;  // guarded by lock_ (only its holder touches it)
 };
 
 inline ReentrantLock::Condition ReentrantLock::new_condition() { return Condition(*this); }

@@ -8,8 +8,6 @@
 #include <system_error>
 #include <vector>
 
-#include "primitives/futex.hpp"
-
 namespace locklab {
 
 namespace {
@@ -151,17 +149,10 @@ bool ReentrantReadWriteLock::write_lock_until(Clock::time_point deadline) {
   return true;
 }
 
-// ---- Condition (ReentrantLock::Condition's algorithm on the write lock) ----
-
-struct ReentrantReadWriteLock::Condition::Waiter {
-  std::atomic<std::uint32_t> word{0};  // 0 = waiting, 1 = signalled
-  Waiter* prev = nullptr;
-  Waiter* next = nullptr;
-  bool queued = true;
-};
+// ---- Condition: the write lock's half; the queue is ConditionQueue's ----
 
 ReentrantReadWriteLock::Condition::~Condition() {
-  assert(head_ == nullptr && "ReentrantReadWriteLock::Condition destroyed while threads await on it");
+  assert(queue_.empty() && "ReentrantReadWriteLock::Condition destroyed while threads await on it");
 }
 
 void ReentrantReadWriteLock::Condition::check_held(const char* what) const {
@@ -177,17 +168,6 @@ bool ReentrantReadWriteLock::Condition::expired_now() const {
   return false;
 }
 
-ReentrantReadWriteLock::Condition::Waiter* ReentrantReadWriteLock::Condition::pop_locked() noexcept {
-  Waiter* w = head_;
-  if (w == nullptr) return nullptr;
-  head_ = w->next;
-  (head_ != nullptr ? head_->prev : tail_) = nullptr;
-  w->next = w->prev = nullptr;
-  w->queued = false;
-  --length_;
-  return w;
-}
-
 bool ReentrantReadWriteLock::Condition::await_until_steady(Clock::time_point deadline) {
   check_held("Condition::await");
   if (lock_.read_hold_count() > 0) {
@@ -195,68 +175,41 @@ bool ReentrantReadWriteLock::Condition::await_until_steady(Clock::time_point dea
     throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur),
                             "ReentrantReadWriteLock::Condition::await by a writer that also holds the read lock");
   }
-  const bool timed = deadline != Clock::time_point::max();
-  if (timed && Clock::now() >= deadline) return false;
-
-  Waiter me;
-  me.prev = tail_;
-  (tail_ != nullptr ? tail_->next : head_) = &me;
-  tail_ = &me;
-  ++length_;
-
   const std::thread::id self = std::this_thread::get_id();
-  const std::int64_t holds = lock_.holds();
-  lock_.holds() = 0;
-  lock_.owner().store(std::thread::id(), std::memory_order_relaxed);
-  lock_.sync_.release(kAllPermits);
-
-  // A signal sets the word before it wakes us, so sleeping only while it is
-  // 0 loses no wake-up.
-  while (me.word.load(std::memory_order_acquire) == 0) {
-    if (timed) {
-      if (Clock::now() >= deadline) break;
-      futex_wait_until(me.word, 0, deadline);
-    } else {
-      futex_wait(me.word, 0);
-    }
-  }
-
-  lock_.sync_.acquire(kAllPermits);
-  lock_.become_owner(self);
-  lock_.holds() = holds;
-  if (!me.queued) return true;
-  (me.prev != nullptr ? me.prev->next : head_) = me.next;
-  (me.next != nullptr ? me.next->prev : tail_) = me.prev;
-  --length_;
-  return false;
+  std::int64_t holds = 0;
+  return queue_.await_until(
+      deadline,
+      [&] {  // release the write lock completely, remembering the hold count
+        holds = lock_.holds();
+        lock_.holds() = 0;
+        lock_.owner().store(std::thread::id(), std::memory_order_relaxed);
+        lock_.sync_.release(kAllPermits);
+      },
+      [&] {  // take it back with the same hold count
+        lock_.sync_.acquire(kAllPermits);
+        lock_.become_owner(self);
+        lock_.holds() = holds;
+      });
 }
 
 void ReentrantReadWriteLock::Condition::signal() {
   check_held("Condition::signal");
-  Waiter* w = pop_locked();
-  if (w == nullptr) return;
-  // The awaiter returns only after re-taking the write lock, which we hold:
-  // its node outlives both calls.
-  w->word.store(1, std::memory_order_release);
-  futex_wake_one(w->word);
+  queue_.signal();
 }
 
 void ReentrantReadWriteLock::Condition::signal_all() {
   check_held("Condition::signal_all");
-  while (Waiter* w = pop_locked()) {
-    w->word.store(1, std::memory_order_release);
-    futex_wake_one(w->word);
-  }
+  queue_.signal_all();
 }
 
 bool ReentrantReadWriteLock::Condition::has_waiters() const {
   check_held("Condition::has_waiters");
-  return head_ != nullptr;
+  return !queue_.empty();
 }
 
 std::int64_t ReentrantReadWriteLock::Condition::wait_queue_length() const {
   check_held("Condition::wait_queue_length");
-  return length_;
+  return queue_.length();
 }
 
 }  // namespace locklab

@@ -77,7 +77,8 @@
 // Conditions. `ReentrantReadWriteLock::Condition c = rw.new_condition();` is
 // a Condition on the write lock with exactly ReentrantLock::Condition's
 // contract (await releases every write hold and restores them, FIFO signal,
-// no spurious wake-up, timed variants). One addition: await by a writer
+// no spurious wake-up, timed variants; the same ConditionQueue underneath,
+// primitives/condition_queue.hpp). One addition: await by a writer
 // that also holds read locks throws resource_deadlock_would_occur, because
 // re-taking the write lock after the wait would wait for its own reads
 // (Java's readers cannot have Conditions at all; its writer that also reads
@@ -190,6 +191,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "primitives/condition_queue.hpp"
 #include "primitives/deadline.hpp"
 #include "primitives/lock_stats.hpp"
 #include "primitives/queued_synchronizer.hpp"
@@ -431,18 +433,12 @@ class ReentrantReadWriteLock::Condition {
   std::int64_t wait_queue_length() const;
 
  private:
-  struct Waiter;
-
   bool await_until_steady(std::chrono::steady_clock::time_point deadline);
   bool expired_now() const;
   void check_held(const char* what) const;
-  Waiter* pop_locked() noexcept;
 
   ReentrantReadWriteLock& lock_;
-  // Guarded by the write lock.
-  Waiter* head_ = nullptr;
-  Waiter* tail_ = nullptr;
-  std::int64_t length_ = 0;
+  ConditionQueue queue_;  // guarded by the write lock
 };
 
 inline ReentrantReadWriteLock::Condition ReentrantReadWriteLock::new_condition() { return Condition(*this); }
