@@ -88,7 +88,7 @@ class RedisClusterTest : public ::testing::Test {
     for (auto& c : node_clients_) out.push_back(c.get());
     return out;
   }
-  // The environment of a child worker (spawn_self): the seed's port and the
+  // The environment of a child worker (spawn_self): the first master's port and the
   // lock, and the flag that makes child_task() build a routing client.
   static std::vector<std::string> worker_env(const std::string& lock) {
     return child_env(cluster().port(0), lock, {"LOCKLAB_CHILD_CLUSTER=1"});
