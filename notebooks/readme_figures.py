@@ -25,7 +25,8 @@ names it (the figures must not silently drop a curve).  Command line::
     /usr/bin/python3 notebooks/readme_figures.py REFERENCE_DIR [OUT_DIR]
 
 ``OUT_DIR`` defaults to ``REFERENCE_DIR/plots``; ``./lab figures`` runs it on
-the newest folder under ``results/reference``.
+the newest folder under ``results/reference`` that has a full run
+(``full/locks.json``).
 """
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import readme_figures  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCES = sorted((REPO / "results" / "reference").glob("*/"))
+# The folders the figures can be drawn from: those with a full run (full/locks.json), as ./lab figures
+# picks them; a later folder may hold only the suites measured since.
+REFERENCES = sorted(p.parents[1] for p in (REPO / "results" / "reference").glob("*/full/locks.json"))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
