@@ -145,6 +145,7 @@
 #include "benches/harness/redis_lock_registry.hpp"
 #include "benches/harness/suite.hpp"
 #include "benches/redis_locks_watchdog.hpp"
+#include "benches/server_lock_points.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/guarded_lock.hpp"
@@ -320,23 +321,6 @@ Redis& redis_instance() {
   return r;
 }
 
-// Sum of calls over INFO commandstats, and used_cpu_user + used_cpu_sys.
-std::pair<double, double> server_counters(Client& probe) {
-  double calls = 0, cpu = 0;
-  std::istringstream stats(probe.command({"INFO", "commandstats"}).as_string());
-  for (std::string line; std::getline(stats, line);) {
-    auto p = line.find("calls=");
-    if (line.rfind("cmdstat_", 0) == 0 && p != std::string::npos) calls += std::stod(line.substr(p + 6));
-  }
-  std::istringstream info(probe.command({"INFO", "cpu"}).as_string());
-  for (std::string line; std::getline(info, line);) {
-    for (const char* k : {"used_cpu_user:", "used_cpu_sys:"}) {
-      if (line.rfind(k, 0) == 0) cpu += std::stod(line.substr(std::string(k).size()));
-    }
-  }
-  return {calls - 2, cpu};  // the two INFO calls above are not the locks'
-}
-
 double subscribes_of(Client& c) {
   redis::Subscriber* s = c.subscriber_if_started();
   return s != nullptr ? static_cast<double>(s->commands_sent()) : 0.0;
@@ -344,25 +328,13 @@ double subscribes_of(Client& c) {
 
 EventSource events_of(Redis& r) {
   return [&r] {
-    auto [calls, cpu] = server_counters(*r.probe);
+    auto [calls, cpu] = redis_server_counters(*r.probe);
     Client& c = *r.client;
     return EventCounts{{"round_trips", static_cast<double>(c.round_trips())},
                        {"redis_cmds", calls},
                        {"server_cpu_us", cpu * 1e6},
                        {"subscribes", subscribes_of(c)}};
   };
-}
-
-void add_latencies(ContentionResult& r, std::vector<double> ms) {
-  if (ms.empty()) return;
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))]; };
-  double sum = 0;
-  for (double v : ms) sum += v;
-  r.extra.emplace_back("avg_ms", sum / static_cast<double>(ms.size()));
-  r.extra.emplace_back("p50_ms", pct(0.50));
-  r.extra.emplace_back("p95_ms", pct(0.95));
-  r.extra.emplace_back("p99_ms", pct(0.99));
 }
 
 std::string fresh_name(const std::string& impl) {
@@ -372,43 +344,6 @@ std::string fresh_name(const std::string& impl) {
   return "locklab:bench:" + impl + ":" + std::to_string(::getpid()) + ":" + std::to_string(n.fetch_add(1));
 }
 
-// What went wrong in a run, shared by its waiters. A lost lease (unlock()
-// throws LockLost: the holder was descheduled past its lease, which a
-// loaded machine does to the stock test's 100 ms) is counted and reported as
-// lost_leases_per_acquire; any other exception fails the point with its
-// message once the run is over (never std::terminate from a waiter).
-struct Troubles {
-  std::atomic<std::uint64_t> lost{0};
-  std::mutex mu;
-  std::string first_error;
-
-  void error(const std::exception& e) {
-    std::lock_guard g(mu);
-    if (first_error.empty()) first_error = e.what();
-  }
-  void rethrow() {
-    if (!first_error.empty()) throw std::runtime_error("a waiter failed: " + first_error);
-  }
-};
-
-// One waiter's iteration: lock (timed), hold, unlock, think.
-void one_acquisition(AnyLock& lock, std::vector<double>& waits, Troubles& troubles) {
-  try {
-    const auto start = Clock::now();
-    lock.lock();
-    waits.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    std::this_thread::sleep_for(kHold);
-    try {
-      lock.unlock();
-    } catch (const redis::LockLost&) {
-      troubles.lost.fetch_add(1, std::memory_order_relaxed);
-    }
-  } catch (const std::exception& e) {
-    troubles.error(e);
-  }
-  std::this_thread::sleep_for(kThink);
-}
-
 // --------------------------------------------------- in-process measurements
 
 ContentionResult measure_curve(const Workload& w, const LockImpl& impl) {
@@ -416,15 +351,11 @@ ContentionResult measure_curve(const Workload& w, const LockImpl& impl) {
   auto lock = impl.make(*r.client, fresh_name(impl.name));
   std::vector<std::vector<double>> waits(static_cast<std::size_t>(w.waiters));
   for (auto& v : waits) v.reserve(4096);
-  Troubles troubles;
+  WaiterTroubles troubles;
   ContentionResult result = run_contention(
-      w, [&](int i) { one_acquisition(*lock, waits[static_cast<std::size_t>(i)], troubles); }, events_of(r));
-  troubles.rethrow();
-  result.per_unit = "acquire";
-  result.event_deltas.emplace_back("lost_leases", static_cast<double>(troubles.lost.load()));
-  std::vector<double> all;
-  for (auto& v : waits) all.insert(all.end(), v.begin(), v.end());
-  add_latencies(result, std::move(all));
+      w, [&](int i) { timed_acquisition(*lock, kHold, kThink, waits[static_cast<std::size_t>(i)], troubles); },
+      events_of(r));
+  finish_curve_point(result, troubles, waits);
   return result;
 }
 
@@ -524,7 +455,7 @@ int child_main(const ChildArgs& a) {
   std::vector<std::uint64_t> ops(n, 0);
   std::vector<Clock::time_point> left(n);
   std::atomic<bool> go{false}, stop{false};
-  Troubles troubles;
+  WaiterTroubles troubles;
   std::latch parked(a.threads);
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < n; ++i) {
@@ -534,7 +465,7 @@ int child_main(const ChildArgs& a) {
       go.wait(false, std::memory_order_acquire);
       std::uint64_t k = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        one_acquisition(*lock, waits[i], troubles);
+        timed_acquisition(*lock, kHold, kThink, waits[i], troubles);
         ++k;
       }
       left[i] = Clock::now();
@@ -789,7 +720,7 @@ ContentionResult measure_split(const Workload& w, const LockImpl& impl, int proc
     if (!ready(c)) throw std::runtime_error("split: a child exited before it was ready (its error is in the log)");
     c.out.erase(0, c.out.find("ready\n") + 6);
   }
-  auto [calls0, cpu0] = server_counters(*r.probe);
+  auto [calls0, cpu0] = redis_server_counters(*r.probe);
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   kids.tell_all("go " + std::to_string(start.time_since_epoch().count()) + "\n");
   const Clock::time_point bound = start + w.duration + std::chrono::seconds(30);
@@ -798,7 +729,7 @@ ContentionResult measure_split(const Workload& w, const LockImpl& impl, int proc
   }
   const std::string problem = kids.reap(Clock::now() + std::chrono::seconds(5));
   if (!problem.empty()) throw std::runtime_error("split: " + problem + " (its error is in the log)");
-  auto [calls1, cpu1] = server_counters(*r.probe);
+  auto [calls1, cpu1] = redis_server_counters(*r.probe);
 
   ContentionResult result;
   result.workload = w;
@@ -941,7 +872,7 @@ ContentionResult measure_cluster(const Workload& w, const LockImpl& impl, int ma
   }
   auto snapshot = [&] {
     std::vector<std::pair<double, double>> per_master;
-    for (auto& p : b.probes) per_master.push_back(server_counters(*p));
+    for (auto& p : b.probes) per_master.push_back(redis_server_counters(*p));
     return per_master;
   };
   EventSource events = [&] {
@@ -955,17 +886,21 @@ ContentionResult measure_cluster(const Workload& w, const LockImpl& impl, int ma
                        {"server_cpu_us", cpu * 1e6}};
   };
   std::vector<std::vector<double>> waits(static_cast<std::size_t>(w.waiters));
-  Troubles troubles;
+  WaiterTroubles troubles;
   const auto before = snapshot();
   ContentionResult result = run_contention(
-      w, [&](int i) { one_acquisition(*locks[static_cast<std::size_t>(i)], waits[static_cast<std::size_t>(i)], troubles); },
+      w,
+      [&](int i) {
+        const auto k = static_cast<std::size_t>(i);
+        timed_acquisition(*locks[k], kHold, kThink, waits[k], troubles);
+      },
       events);
   const auto after = snapshot();
   troubles.rethrow();
   result.per_unit = "acquire";
   result.event_deltas.emplace_back("lost_leases", static_cast<double>(troubles.lost.load()));
   // Each master's share (the probes' own INFO calls are subtracted by
-  // server_counters; the events' snapshots inside the window are 4 INFO
+  // redis_server_counters; the events' snapshots inside the window are 4 INFO
   // calls per master, negligible next to ~10^4 lock commands).
   double all_cmds = 0, top_cmds = 0, top_cpu = 0;
   for (std::size_t m = 0; m < after.size(); ++m) {

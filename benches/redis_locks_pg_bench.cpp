@@ -45,29 +45,24 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "benches/harness/suite.hpp"
-#include "distributed/lock_lost.hpp"
+#include "benches/server_lock_points.hpp"
 #include "postgres/advisory_lock.hpp"
 #include "postgres/embedded_postgres.hpp"
 #include "postgres/row_lock.hpp"
 
 namespace locklab::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::microseconds kHold{1'000};
 constexpr std::chrono::microseconds kThink{1'000};
@@ -127,63 +122,17 @@ std::int64_t fresh_id() {
   return static_cast<std::int64_t>(::getpid()) * 1'000'000 + n.fetch_add(1);
 }
 
-void add_latencies(ContentionResult& r, std::vector<double> ms) {
-  if (ms.empty()) return;
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(ms.size())))]; };
-  double sum = 0;
-  for (double v : ms) sum += v;
-  r.extra.emplace_back("avg_ms", sum / static_cast<double>(ms.size()));
-  r.extra.emplace_back("p50_ms", pct(0.50));
-  r.extra.emplace_back("p95_ms", pct(0.95));
-  r.extra.emplace_back("p99_ms", pct(0.99));
-}
-
-// A lost session is counted; any other exception fails the point with its
-// message after the run (never std::terminate from a waiter).
-struct Troubles {
-  std::atomic<std::uint64_t> lost{0};
-  std::mutex mu;
-  std::string first_error;
-  void error(const std::exception& e) {
-    std::lock_guard g(mu);
-    if (first_error.empty()) first_error = e.what();
-  }
-};
-
 ContentionResult measure_curve(const Workload& w, const LockImpl& impl) {
   auto lock = impl.make(server().options(), fresh_id());
   lock->open_sessions(w.waiters);
   std::vector<std::vector<double>> waits(static_cast<std::size_t>(w.waiters));
   for (auto& v : waits) v.reserve(4096);
-  Troubles troubles;
+  WaiterTroubles troubles;  // counts pg::SessionLost, a redis::LockLost, as a lost lease
   EventSource events = [&lock] { return EventCounts{{"round_trips", static_cast<double>(lock->round_trips())}}; };
   ContentionResult result = run_contention(
-      w,
-      [&](int i) {
-        try {
-          const auto start = Clock::now();
-          lock->lock();
-          waits[static_cast<std::size_t>(i)].push_back(
-              std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-          std::this_thread::sleep_for(kHold);
-          try {
-            lock->unlock();
-          } catch (const redis::LockLost&) {  // pg::SessionLost
-            troubles.lost.fetch_add(1, std::memory_order_relaxed);
-          }
-        } catch (const std::exception& e) {
-          troubles.error(e);
-        }
-        std::this_thread::sleep_for(kThink);
-      },
+      w, [&](int i) { timed_acquisition(*lock, kHold, kThink, waits[static_cast<std::size_t>(i)], troubles); },
       events);
-  if (!troubles.first_error.empty()) throw std::runtime_error("a waiter failed: " + troubles.first_error);
-  result.per_unit = "acquire";
-  result.event_deltas.emplace_back("lost_leases", static_cast<double>(troubles.lost.load()));
-  std::vector<double> all;
-  for (auto& v : waits) all.insert(all.end(), v.begin(), v.end());
-  add_latencies(result, std::move(all));
+  finish_curve_point(result, troubles, waits);
   return result;
 }
 

@@ -52,13 +52,13 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "benches/harness/suite.hpp"
+#include "benches/server_lock_points.hpp"
 #include "distributed/client.hpp"
 #include "distributed/embedded_server.hpp"
 #include "distributed/lock_lost.hpp"
@@ -97,23 +97,6 @@ Redis& redis_instance() {
     return x;
   }();
   return r;
-}
-
-// Sum of calls over INFO commandstats, and used_cpu_user + used_cpu_sys (s).
-std::pair<double, double> server_counters(Client& probe) {
-  double calls = 0, cpu = 0;
-  std::istringstream stats(probe.command({"INFO", "commandstats"}).as_string());
-  for (std::string line; std::getline(stats, line);) {
-    auto p = line.find("calls=");
-    if (line.rfind("cmdstat_", 0) == 0 && p != std::string::npos) calls += std::stod(line.substr(p + 6));
-  }
-  std::istringstream info(probe.command({"INFO", "cpu"}).as_string());
-  for (std::string line; std::getline(info, line);) {
-    for (const char* k : {"used_cpu_user:", "used_cpu_sys:"}) {
-      if (line.rfind(k, 0) == 0) cpu += std::stod(line.substr(std::string(k).size()));
-    }
-  }
-  return {calls - 2, cpu};  // the two INFO calls are not the locks'
 }
 
 std::string fresh_name() {
@@ -180,7 +163,7 @@ ContentionResult measure(Sides& sides, const Workload& w, int read_pct, std::chr
   std::atomic<bool> failed{false};
   const std::uint64_t threshold = static_cast<std::uint64_t>(read_pct);
   EventSource events = [&] {
-    auto [calls, cpu] = server_counters(*r.probe);
+    auto [calls, cpu] = redis_server_counters(*r.probe);
     return EventCounts{{"round_trips", static_cast<double>(c.round_trips())},
                        {"redis_cmds", calls},
                        {"server_cpu_us", cpu * 1e6}};

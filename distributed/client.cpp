@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
@@ -12,20 +11,11 @@
 #include "distributed/lease_renewer.hpp"
 #include "distributed/sentinel_resolver.hpp"
 #include "distributed/subscriber.hpp"
+#include "distributed/url_parts.hpp"
 
 namespace locklab::redis {
 
 namespace {
-
-// `shown` is the URL as a message may show it (redacted_url).
-int parse_int(std::string_view text, const char* what, const std::string& shown) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) {
-    throw std::invalid_argument("redis URL '" + shown + "': bad " + what + " '" + std::string(text) + "'");
-  }
-  return v;
-}
 
 std::string random_id() {
   std::random_device rd;
@@ -81,24 +71,15 @@ Client::Options Client::Options::from_url(std::string_view url) {
   } else {
     throw std::invalid_argument("redis URL '" + shown + "': must start with redis:// or redis+cluster://");
   }
-  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
-      o.user = std::string(cred.substr(0, colon));
-      o.password = std::string(cred.substr(colon + 1));
-    } else {
-      o.password = std::string(cred);
-    }
-  }
+  detail::take_url_credentials(rest, o.user, o.password);
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
-    if (!db.empty()) o.db = parse_int(db, "database number", shown);
+    if (!db.empty()) o.db = detail::parse_url_number(db, "redis URL", "database number", shown);
     if (o.db < 0) throw std::invalid_argument("redis URL '" + shown + "': negative database number");
   }
   if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
-    o.port = parse_int(rest.substr(colon + 1), "port", shown);
+    o.port = detail::parse_url_number(rest.substr(colon + 1), "redis URL", "port", shown);
     rest = rest.substr(0, colon);
   }
   if (rest.empty()) throw std::invalid_argument("redis URL '" + shown + "': no host");

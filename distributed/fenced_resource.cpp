@@ -20,41 +20,31 @@ redis.call('hincrby', KEYS[1], 'rejected', 1)
 return {0, highest}
 )lua");
 
-void check_token(std::int64_t token) {
-  if (token < 1) {
-    throw std::invalid_argument("fencing token " + std::to_string(token) +
-                                " is not a token: INCR issues 1, 2, 3 ... (nothing was written)");
-  }
-}
-
 std::int64_t integer_or_zero(const Reply& r) { return r.is_nil() ? 0 : r.as_decimal(); }
 
 }  // namespace
 
 // --- FencedResource --------------------------------------------------------------
 
-FencedResource::FencedResource(Client& client, std::string name) : client_(client), name_(std::move(name)) {
-  if (name_.empty()) throw std::invalid_argument("FencedResource: empty name");
-}
+FencedResource::FencedResource(Client& client, std::string name)
+    : FencedResourceBase(std::move(name), "FencedResource"), client_(client) {}
 
 FenceVerdict FencedResource::write(std::int64_t token, const std::string& value) {
-  check_token(token);
-  Reply r = client_.eval(kFencedWrite, {name_}, {std::to_string(token), value});
+  check_fencing_token(token);
+  Reply r = client_.eval(kFencedWrite, {name()}, {std::to_string(token), value});
   const auto& parts = r.as_array();
   if (parts.size() != 2) r.unexpected("2 elements");
-  FenceVerdict v{parts[0].as_integer() == 1, parts[1].as_integer()};
-  (v.accepted ? accepted_ : rejected_).fetch_add(1, std::memory_order_relaxed);
-  return v;
+  return counted(FenceVerdict{parts[0].as_integer() == 1, parts[1].as_integer()});
 }
 
 std::optional<std::string> FencedResource::read() {
-  Reply r = client_.command({"HGET", name_, "value"});
+  Reply r = client_.command({"HGET", name(), "value"});
   if (r.is_nil()) return std::nullopt;
   return r.as_string();
 }
 
 FencedResource::Totals FencedResource::totals() {
-  Reply r = client_.command({"HMGET", name_, "accepted", "rejected", "token"});
+  Reply r = client_.command({"HMGET", name(), "accepted", "rejected", "token"});
   const auto& parts = r.as_array();
   if (parts.size() != 3) r.unexpected("3 fields from HMGET");
   return Totals{integer_or_zero(parts[0]), integer_or_zero(parts[1]), integer_or_zero(parts[2])};
@@ -63,7 +53,7 @@ FencedResource::Totals FencedResource::totals() {
 // --- LocalFencedResource ---------------------------------------------------------
 
 FenceVerdict LocalFencedResource::write(std::int64_t token, const std::string& value) {
-  check_token(token);
+  check_fencing_token(token);
   std::lock_guard g(mu_);
   if (token > highest_) {
     highest_ = token;

@@ -4,43 +4,32 @@
 // process memory (LocalFencedResource). Why, the protocol, the strict rule
 // (an equal token is rejected too) and what INCR does not protect against:
 // the essay in fencing.hpp. Tokens come from any lock built with
-// Options::fenced (token()) or from FencingTokens.
+// Options::fenced (token()) or from FencingTokens. The verdict, the totals,
+// the token check and the name and counts of a resource object are shared
+// with pg::FencedResource: fenced_resource_base.hpp.
 //
 // Costs: FencedResource::write, read and totals 1 round trip each;
 // LocalFencedResource one mutex.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "distributed/client.hpp"
+#include "distributed/fenced_resource_base.hpp"
 
 namespace locklab::redis {
-
-// The resource's answer to one write.
-struct FenceVerdict {
-  bool accepted = false;
-  // The highest token the resource has accepted, after this write (equals
-  // the write's token when accepted; when rejected, the one that beat it,
-  // 0 if none ever was).
-  std::int64_t highest = 0;
-};
 
 // A value in Redis guarded by fencing tokens: the hash <name> with fields
 // `value`, `token` (highest accepted), `accepted` and `rejected` (totals
 // over every writer, every process). The check and the write are one Lua
 // script, so no interleaving of writers can slip a stale write past it.
-class FencedResource {
+// Its name, accepted(), rejected() (this object's own verdicts) and Totals:
+// FencedResourceBase.
+class FencedResource : public FencedResourceBase {
  public:
-  struct Totals {
-    std::int64_t accepted = 0;
-    std::int64_t rejected = 0;
-    std::int64_t highest = 0;
-  };
-
   // Binds to the hash `name` on `client`. Sends nothing.
   // std::invalid_argument for an empty name.
   FencedResource(Client& client, std::string name);
@@ -56,16 +45,8 @@ class FencedResource {
   // Server-side totals over all writers. One round trip.
   Totals totals();
 
-  // This object's own verdicts (relaxed counters: statistics).
-  std::uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
-  std::uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
-  const std::string& name() const noexcept { return name_; }
-
  private:
   Client& client_;
-  std::string name_;
-  std::atomic<std::uint64_t> accepted_{0};
-  std::atomic<std::uint64_t> rejected_{0};
 };
 
 // The same rule in process memory, for local demos and tests of code that

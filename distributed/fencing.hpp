@@ -109,7 +109,9 @@
 // Where the pieces live
 // ---------------------
 //   fencing.hpp           this essay and FencingTokens, the counter
-//   fenced_resource.hpp   FencedResource, LocalFencedResource, FenceVerdict
+//   fenced_resource.hpp   FencedResource, LocalFencedResource
+//   fenced_resource_base.hpp  FenceVerdict, FenceTotals, the token check and
+//                         the base pg::FencedResource shares (no client)
 //   fenced_spin_lock.hpp  FencedSpinLock
 //   fenced_acquire.hpp    detail: the fenced SET NX script, token() lookup
 //   fencing_token_members.hpp  token(), fenced(), fence_key(), name(),

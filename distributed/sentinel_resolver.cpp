@@ -4,21 +4,9 @@
 #include <stdexcept>
 
 #include "distributed/connection.hpp"
+#include "distributed/url_parts.hpp"
 
 namespace locklab::redis {
-
-namespace {
-
-int parse_number(std::string_view text, const char* what, const std::string& shown) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) {
-    throw std::invalid_argument("redis+sentinel URL '" + shown + "': bad " + what + " '" + std::string(text) + "'");
-  }
-  return v;
-}
-
-}  // namespace
 
 Client::Options parse_sentinel_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis+sentinel://";
@@ -29,16 +17,7 @@ Client::Options parse_sentinel_url(std::string_view url) {
   if (url.substr(0, kScheme.size()) != kScheme) fail("must start with redis+sentinel://");
   Client::Options o;
   std::string_view rest = url.substr(kScheme.size());
-  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
-      o.user = std::string(cred.substr(0, colon));
-      o.password = std::string(cred.substr(colon + 1));
-    } else {
-      o.password = std::string(cred);
-    }
-  }
+  detail::take_url_credentials(rest, o.user, o.password);
   const auto slash = rest.find('/');
   if (slash == std::string_view::npos) fail("no master name (.../<master>)");
   std::string_view hosts = rest.substr(0, slash);
@@ -46,7 +25,7 @@ Client::Options parse_sentinel_url(std::string_view url) {
   if (auto db_slash = path.find('/'); db_slash != std::string_view::npos) {
     std::string_view db = path.substr(db_slash + 1);
     path = path.substr(0, db_slash);
-    if (!db.empty()) o.db = parse_number(db, "database number", shown);
+    if (!db.empty()) o.db = detail::parse_url_number(db, "redis+sentinel URL", "database number", shown);
     if (o.db < 0) fail("negative database number");
   }
   if (path.empty()) fail("no master name (.../<master>)");
@@ -56,7 +35,7 @@ Client::Options parse_sentinel_url(std::string_view url) {
     std::string_view one = hosts.substr(0, comma);
     int port = kDefaultSentinelPort;
     if (auto colon = one.rfind(':'); colon != std::string_view::npos) {
-      port = parse_number(one.substr(colon + 1), "Sentinel port", shown);
+      port = detail::parse_url_number(one.substr(colon + 1), "redis+sentinel URL", "Sentinel port", shown);
       one = one.substr(0, colon);
     }
     if (one.empty()) fail("a Sentinel without a host");

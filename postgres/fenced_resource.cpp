@@ -35,8 +35,8 @@ CREATE TABLE IF NOT EXISTS locklab_fenced_resource (
 
 }  // namespace
 
-FencedResource::FencedResource(Connection& db, std::string name) : db_(db), name_(std::move(name)) {
-  if (name_.empty()) throw std::invalid_argument("pg::FencedResource: empty name");
+FencedResource::FencedResource(Connection& db, std::string name)
+    : FencedResourceBase(std::move(name), "pg::FencedResource"), db_(db) {
   try {
     db_.exec(kCreateTable);
   } catch (const Error& e) {
@@ -45,40 +45,36 @@ FencedResource::FencedResource(Connection& db, std::string name) : db_(db), name
     // (23505) or finds it created meanwhile (42P07). Either way it exists.
     if (e.kind() != Error::Kind::kQuery || (e.sqlstate() != "23505" && e.sqlstate() != "42P07")) throw;
   }
-  db_.exec("INSERT INTO locklab_fenced_resource (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {name_});
+  db_.exec("INSERT INTO locklab_fenced_resource (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {this->name()});
 }
 
 FenceVerdict FencedResource::write(std::int64_t token, const std::string& value) {
-  if (token < 1) {
-    throw std::invalid_argument("fencing token " + std::to_string(token) +
-                                " is not a token: INCR issues 1, 2, 3 ... (nothing was written)");
-  }
-  const Result r = db_.exec(kWrite, {name_, token, value});
+  redis::check_fencing_token(token);
+  const Result r = db_.exec(kWrite, {name(), token, value});
   const bool accepted = r.text(0, 0) == "t";
   const std::optional<std::string> highest = r.get(0, accepted ? 1 : 2);
   if (!highest) {
-    throw Error(Error::Kind::kProtocol, "unexpected reply from " + db_.endpoint() + ": the row '" + name_ + "' of " +
+    throw Error(Error::Kind::kProtocol, "unexpected reply from " + db_.endpoint() + ": the row '" + name() + "' of " +
                                             kTable + " is gone (deleted behind the FencedResource)");
   }
-  (accepted ? accepted_ : rejected_).fetch_add(1, std::memory_order_relaxed);
-  return FenceVerdict{accepted, r.int64(0, accepted ? 1 : 2)};
+  return counted(FenceVerdict{accepted, r.int64(0, accepted ? 1 : 2)});
 }
 
 std::optional<std::string> FencedResource::read() {
-  const Result r = db_.exec("SELECT value FROM locklab_fenced_resource WHERE name = $1", {name_});
+  const Result r = db_.exec("SELECT value FROM locklab_fenced_resource WHERE name = $1", {name()});
   if (r.rows() == 0) return std::nullopt;
   return r.get(0, 0);
 }
 
 FencedResource::Totals FencedResource::totals() {
-  const Result r = db_.exec("SELECT accepted, rejected, token FROM locklab_fenced_resource WHERE name = $1", {name_});
+  const Result r = db_.exec("SELECT accepted, rejected, token FROM locklab_fenced_resource WHERE name = $1", {name()});
   if (r.rows() == 0) return Totals{};
   return Totals{r.int64(0, 0), r.int64(0, 1), r.int64(0, 2)};
 }
 
 void FencedResource::clear() {
   db_.exec("UPDATE locklab_fenced_resource SET value = NULL, token = 0, accepted = 0, rejected = 0 WHERE name = $1",
-           {name_});
+           {name()});
 }
 
 }  // namespace locklab::pg

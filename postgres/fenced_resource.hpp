@@ -41,26 +41,22 @@
 // object's back. std::invalid_argument for a token < 1 (nothing is sent).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "distributed/fenced_resource.hpp"
+#include "distributed/fenced_resource_base.hpp"
 #include "postgres/connection.hpp"
 
 namespace locklab::pg {
 
 using redis::FenceVerdict;
 
-class FencedResource {
+// Its name, accepted(), rejected() (this object's own verdicts) and Totals:
+// redis::FencedResourceBase (distributed/fenced_resource_base.hpp), shared
+// with redis::FencedResource.
+class FencedResource : public redis::FencedResourceBase {
  public:
-  struct Totals {
-    std::int64_t accepted = 0;
-    std::int64_t rejected = 0;
-    std::int64_t highest = 0;
-  };
-
   static constexpr const char* kTable = "locklab_fenced_resource";
 
   // Creates the table if missing and the row `name` if missing (value
@@ -79,16 +75,8 @@ class FencedResource {
   // scenario that reuses its row run after run.
   void clear();
 
-  // This object's own verdicts (relaxed counters: statistics).
-  std::uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
-  std::uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
-  const std::string& name() const noexcept { return name_; }
-
  private:
   Connection& db_;
-  std::string name_;
-  std::atomic<std::uint64_t> accepted_{0};
-  std::atomic<std::uint64_t> rejected_{0};
 };
 
 }  // namespace locklab::pg
