@@ -29,9 +29,10 @@
 // tbb's spin_rw_mutex and ReentrantReadWriteLock's fast path, a
 // compare-exchange in absl's and StampedLock's read lock, an exchange on
 // the queue tail in tbb's queuing_rw_mutex), so at short sections they are
-// no faster than a mutex; a fair lock at 99% reads and more waiters than
-// cores is always behind a queued writer, so its readers queue and are
-// woken one by one (futex wakes), far below the others; reader-preferring peers
+// no faster than a mutex; a fair lock stops new readers whenever a writer
+// is announced, so with more waiters than cores its readers spin and
+// sometimes park (futex waits and wakes), which costs most at many
+// waiters; reader-preferring peers
 // starve writers (write_wait_p99_us); optimistic reads write nothing and
 // approach `none` while writes are rare.
 #include <functional>

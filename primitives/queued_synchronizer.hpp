@@ -250,6 +250,20 @@ class BasicQueuedSynchronizer {
     return false;
   }
 
+  // try_acquire_one_by_sub() for a shell that orders its one-permit takers
+  // itself and keeps them out of this synchronizer's queue
+  // (ReentrantReadWriteLock's fair readers wait at a gate of their own
+  // while a writer is announced): in fair mode it ignores the queue and
+  // takes a permit whenever one is free; in unfair mode it is
+  // try_acquire_one_by_sub(). Those takers must never queue here, or the
+  // fair queue's order would no longer cover them.
+  bool try_acquire_one_by_sub_out_of_turn() noexcept {
+    const std::uint64_t before = word_.fetch_sub(units(1), std::memory_order_acquire);
+    if (permits_of(before) >= 1 && (fair_ || !(before & kStarving))) return true;
+    release_one_by_add();
+    return false;
+  }
+
   // release(1) with one fetch_add (the counterpart of
   // try_acquire_one_by_sub): when the word it added to had a waiter flag,
   // it then does release()'s waking with nothing more to add.

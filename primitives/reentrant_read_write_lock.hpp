@@ -42,13 +42,27 @@
 //       std::system_error with std::errc::operation_not_permitted
 //   and change nothing.
 // - Fairness, chosen at construction:
-//     kFair    FIFO. While any thread is queued nobody else takes either
-//              lock (try_ variants included), except by reentry. A writer
-//              queued behind readers therefore waits only for the readers
-//              already inside: a continuous stream of new readers cannot
-//              starve it (no writer starvation, tested). Readers queued
-//              after a writer enter together once it leaves (each woken
-//              reader wakes the next).
+//     kFair    Writers in arrival order, readers in phases between them.
+//              Writers are served FIFO among themselves. A reader waits
+//              for the writers announced before it (waiting or writing
+//              when it arrived) and for no reader: while no writer is
+//              announced a new reader enters at once, even past parked
+//              readers (there are none then but woken ones). Once a writer is announced no
+//              new read gets in before it (try_ variants included;
+//              re-entry excepted), so a writer waits only for the readers
+//              already inside and the writers ahead of it: a continuous
+//              stream of new readers cannot starve it (tested, strictly).
+//              When a writer lets the lock go it wakes every reader that
+//              waited for it, all at once; they enter with any reader that
+//              comes, until the next writer is announced and has the
+//              readers inside drain. What readers do not get: a reserved
+//              place. A woken reader that the scheduler has not run by the
+//              time the next writer takes the lock waits for that writer
+//              too (and so, after a timed writer gives up, may a reader
+//              that counted it). So a reader can be overtaken by writers
+//              announced after it, while it is not running; a writer is
+//              never overtaken by a read that began after it was
+//              announced.
 //     kUnfair  (default, Java's too) Barging: readers and writers take the
 //              lock whenever it is free enough for them, ahead of queued
 //              threads. A queued writer is woken by the next release and
@@ -95,8 +109,6 @@
 // synchronizer's shared mode already is a read-write lock: "readers share"
 // is permits >= 1, "a writer excludes everyone" is permits == all, and the
 // synchronizer's rules give the rest for free:
-//   - fair mode's "nobody takes permits while someone is queued" is exactly
-//     "a queued writer stops new readers" (writer preference with FIFO);
 //   - "a large request at the head blocks smaller ones behind it" is
 //     exactly "readers queued behind a writer wait for it";
 //   - unfair mode's starvation flag (the head awake 1 ms stops barging) is
@@ -105,6 +117,11 @@
 //     designated successor hands the designation on while permits remain,
 //     AQS's propagate);
 //   - parking, timeouts, FIFO, the one-awake-successor rule, statistics.
+// That is the unfair mode. Fair mode keeps the permits and queues its
+// writers in the (fair) synchronizer, but not its readers: the
+// synchronizer's fair queue wakes its threads one at a time, which made a
+// convoy of them; fair readers wait at a gate of this class's instead (see
+// "Fair mode" below).
 // The alternative, a reader count and a writer bit in a word of our own
 // parked directly on the ParkingLot (as the synchronizer itself is built),
 // would re-write all of that, and its lost-wake-up argument, for one more
@@ -127,6 +144,71 @@
 // behind a guarded thread_local, the unfair lock ran at 0.73-0.86x
 // std::shared_mutex (glibc's rwlock: one fetch_add each way); with the
 // fetch_sub/fetch_add pair and the cached slot below, at 1.07-1.23x.
+//
+// Fair mode: a writers word and a gate for readers
+// -------------------------------------------------
+// The synchronizer's own fair mode (a newcomer waits while anyone is
+// queued; queued threads are woken one at a time) made a convoy of the
+// readers: at 99% reads with more waiters than cores some writer was
+// nearly always queued, every new reader queued behind it, and queued
+// readers were woken one by one, each woken reader waking the next, so
+// nearly every read became a park and a wake-up, and new readers kept
+// joining the queue behind the next writer before it had emptied. On the
+// rwlocks suite (2-core VM, empty sections, 90% and 99% reads) that ran at
+// 0.03-0.3x std::shared_mutex from 4 waiters up, 0.01-0.4 parks per
+// operation. So in fair mode:
+//   - writers still queue in the fair synchronizer (FIFO among them), but
+//     first announce themselves in writers_, a word of two 32-bit counts:
+//     writers pending (announced, waiting or writing) and write phases
+//     completed. A writer adds one pending before it asks for the permits,
+//     and when it lets them go turns its pending into one completed phase
+//     with a single fetch_add (a writer that gives up only subtracts its
+//     pending);
+//   - a reader whose load of writers_ shows no writer pending takes its
+//     permit with the fast path's fetch_sub, ignoring the synchronizer's
+//     queue (QueuedSynchronizer::try_acquire_one_by_sub_out_of_turn: the
+//     queue holds writers only, and the permit count still keeps a writer
+//     that holds the lock out). Otherwise its target is the phase of the
+//     last writer announced (completed + pending); it polls writers_ for
+//     that phase's completion for about what a park and wake-up cost
+//     (kGateSpinPolls, the .cpp justifies it), then parks at the gate: one
+//     of kGateSlots parking-lot addresses (target % kGateSlots), validated
+//     under the lot's bucket lock ("my phase is not completed, and enough
+//     writers are pending to complete it");
+//   - a writer's release completes its phase, gives all its permits back
+//     to the synchronizer, and wakes every reader parked at that phase's
+//     slot with one unpark each; they take their permits as newcomers do.
+//     (A reader woken for another phase that shares its slot, possible
+//     only with kGateSlots writers pending, parks again.)
+// Why the writer does not hand each woken reader its permit, as AQS's
+// propagation in effect does: that was measured first, and the next
+// writer then waited for every woken reader to be scheduled, run its
+// section and leave, while every new reader waited behind that writer;
+// with more threads than cores a woken thread waits for a core
+// (milliseconds under load), so the lock sat held by readers that were
+// not running. On the rwlocks suite (2-core VM shared with other builds,
+// empty sections, 90% and 99% reads, 4-64 waiters, paired runs) granting
+// ran at 0.01-0.23x std::shared_mutex with writer wait p99 up to 2.9 ms;
+// waking without granting, at 0.9-1.5x up to 16 waiters and 0.55-0.95x at
+// 64, writer wait p99 under 1 us, parks per operation under 0.007. The
+// price is the weaker promise to readers described under "Fairness".
+// The lost-wake-up argument: a reader sets its slot's bit, then validates
+// under the slot's bucket lock; a writer completes its phase, then reads
+// the bit (all seq_cst). Either the reader's validation sees the phase
+// completed (it does not sleep) or the writer sees the bit and its unpark
+// loop, which takes the same bucket lock, finds the reader queued; the
+// loop's last wake clears the bit under that lock. A writer that gives up
+// wakes every slot with "look again" after its fetch_sub; a reader that
+// read the count before it fails the "enough pending" validation.
+// The cost, honestly: fair readers wait whenever a writer is announced
+// (that is what bounds the writer's wait; std::shared_mutex, which lets
+// readers pass a waiting writer, never makes them): a spin, and if the
+// write phase outlasts it a park and a wake-up; a releasing writer pays
+// one unpark (bucket lock and futex wake) per reader parked for it; every
+// fair write pays two more read-modify-writes (writers_: announce and
+// complete) and a load of the gate's bits; every fair read, one more load
+// (writers_, on a line that writers and parking readers write). Unfair
+// mode does none of this.
 //
 // What this class adds on top is the bookkeeping Java keeps in ThreadLocal
 // HoldCounters:
@@ -159,9 +241,11 @@
 // fetch_add; if the word has a waiter flag, release()'s waking as well); a
 // re-entry is a thread-local increment. A thread reading several locks at
 // once goes out of line for the others: a scan of its list, and the
-// synchronizer's compare-exchange acquire. Memory: a QueuedSynchronizer
-// (~1.2 KiB with statistics) per lock, 24 bytes per (thread, lock) pair
-// being read; a Condition is three words.
+// synchronizer's compare-exchange acquire. Fair mode adds the costs listed
+// under "Fair mode" above. Memory: a QueuedSynchronizer (~1.2 KiB with
+// statistics) per lock, plus the writers word, the gate and its
+// statistics (~1.2 KiB more), 24 bytes per (thread, lock) pair being read;
+// a Condition is three words.
 //
 // Memory orders
 // -------------
@@ -179,6 +263,12 @@
 //   permits), the second only by its own thread.
 // - Condition node words: release store by the signaller, acquire load by
 //   the awaiter (ReentrantLock's).
+// - Fair mode: writers_ and the gate's bits are seq_cst (the lost-wake-up
+//   argument above is a store-load pattern on two words). writers_ only
+//   decides who may try: the permits in the synchronizer's word still
+//   decide who gets in, so a reader that read writers_ a moment before a
+//   writer announced itself (a race of a few instructions) enters as if it
+//   had arrived first, and the writer waits for it like any reader inside.
 //
 // What is invalid (undefined, not checked): destroying the lock while a
 // thread holds or waits for it (a thread's leftover read-hold entry would
@@ -191,6 +281,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "primitives/cache_line.hpp"
 #include "primitives/condition_queue.hpp"
 #include "primitives/deadline.hpp"
 #include "primitives/lock_stats.hpp"
@@ -238,21 +329,31 @@ class ReentrantReadWriteLock {
   // changing nothing, if this thread holds a read lock and not the write
   // lock (an upgrade).
   void lock() {
-    if (sync_.try_acquire(kAllPermits)) return become_owner(std::this_thread::get_id());
+    const bool fair = sync_.is_fair();
+    // Fair: no try before the announcement (see the essay), so the
+    // re-entry and upgrade checks come first.
+    if (!fair && sync_.try_acquire(kAllPermits)) return become_owner(std::this_thread::get_id());
     const std::thread::id self = std::this_thread::get_id();
     if (reenter_write(self)) return;
-    sync_.acquire(kAllPermits);
+    acquire_write_permits();
     become_owner(self);
   }
 
   // The write lock if it can be had now (fair: and nobody is queued), or a
   // re-entry; never waits. Throws like lock() on an upgrade.
   bool try_lock() {
-    if (sync_.try_acquire(kAllPermits)) {
-      become_owner(std::this_thread::get_id());
-      return true;
+    if (!sync_.is_fair()) {
+      if (sync_.try_acquire(kAllPermits)) {
+        become_owner(std::this_thread::get_id());
+        return true;
+      }
+      return reenter_write(std::this_thread::get_id());
     }
-    return reenter_write(std::this_thread::get_id());
+    const std::thread::id self = std::this_thread::get_id();
+    if (reenter_write(self)) return true;
+    if (!try_acquire_write_permits_fair()) return false;
+    become_owner(self);
+    return true;
   }
 
   template <class Rep, class Period>
@@ -276,27 +377,29 @@ class ReentrantReadWriteLock {
     owner().store(std::thread::id(), std::memory_order_relaxed);
     // A downgraded writer keeps one permit as its read (see the essay);
     // its read hold now owns that permit.
-    sync_.release(mark_downgraded_read() ? kAllPermits - 1 : kAllPermits);
+    release_write_permits(mark_downgraded_read() ? kAllPermits - 1 : kAllPermits);
   }
 
   // ---- the read lock --------------------------------------------------
 
   // Takes a read hold: waits only for this thread's first hold, and only
-  // while a writer (another thread) holds the lock or, in fair mode, any
-  // thread is queued; unfair: also while a starving writer is being served.
+  // while a writer (another thread) holds the lock or, in fair mode, a
+  // writer announced before this read is still to be served; unfair: also
+  // while a starving writer is being served.
   //
   // Fast path (inline): a thread's first read hold on a lock, when it reads
   // no other lock, is recorded in its cached slot and takes its permit with
-  // one fetch_sub (QueuedSynchronizer::try_acquire_one_by_sub); a re-entry
-  // on that lock is one thread-local increment. Anything else goes out of
-  // line.
+  // one fetch_sub (QueuedSynchronizer::try_acquire_one_by_sub; fair: after
+  // one load of the writers word, which must show no announced writer); a
+  // re-entry on that lock is one thread-local increment. Anything else goes
+  // out of line.
   void lock_shared() {
     detail::ReadHoldRecord& c = detail::t_cached_read_hold;
     if (c.lock == this) {
       ++c.count;
       return;
     }
-    if (c.lock == nullptr && detail::t_listed_read_holds == 0 && sync_.try_acquire_one_by_sub()) {
+    if (c.lock == nullptr && detail::t_listed_read_holds == 0 && take_read_permit_now()) {
       c = {this, 1, true};
       return;
     }
@@ -354,11 +457,26 @@ class ReentrantReadWriteLock {
     return is_write_locked() ? 0 : kAllPermits - sync_.available();
   }
   bool is_fair() const noexcept { return sync_.is_fair(); }
-  bool has_queued_threads() const noexcept { return sync_.queue_length() != 0; }
-  std::int64_t queue_length() const noexcept { return sync_.queue_length(); }
-  // Slow-path statistics of the lock's queue; uncontended paths record
-  // nothing.
-  LockStatsSnapshot stats() const noexcept { return sync_.stats(); }
+  // Threads waiting: writers queued in the synchronizer and (fair) readers
+  // parked at the gate.
+  bool has_queued_threads() const noexcept { return queue_length() != 0; }
+  std::int64_t queue_length() const noexcept {
+    return sync_.queue_length() + gate_waiting_.load(std::memory_order_relaxed);
+  }
+  // Slow-path statistics: the synchronizer's, plus (fair) the gate's:
+  // a reader's wait at the gate is a contended acquire (its polls are
+  // spins, its sleeps parks), each reader a writer wakes is a wake.
+  // Uncontended paths record nothing.
+  LockStatsSnapshot stats() const noexcept {
+    LockStatsSnapshot s = sync_.stats();
+    const LockStatsSnapshot g = gate_stats_.snapshot();
+    s.contended_acquires += g.contended_acquires;
+    s.spins += g.spins;
+    s.parks += g.parks;
+    s.wakes += g.wakes;
+    s.handoffs += g.handoffs;
+    return s;
+  }
 
   // A condition variable on the write lock.
   Condition new_condition();
@@ -379,6 +497,50 @@ class ReentrantReadWriteLock {
     return false;
   }
   bool write_lock_until(std::chrono::steady_clock::time_point deadline);
+
+  // ---- fair mode's writers word and reader gate (see the essay) ----
+  // writers_: low 32 bits the writers announced and not yet done
+  // (waiting or writing), high 32 bits the write phases completed (mod
+  // 2^32). A fair writer adds kOnePending before it asks the synchronizer,
+  // and completes with one fetch_add of kOneCompletion - kOnePending (one
+  // fewer pending, one more completed) when it lets the write lock go, or
+  // subtracts kOnePending if it gives up.
+  static constexpr std::uint64_t kOnePending = 1;
+  static constexpr std::uint64_t kOneCompletion = std::uint64_t{1} << 32;
+  // Readers park at gate slot (target % kGateSlots), target being the write
+  // phase they wait for. One slot would do for correctness (a reader woken
+  // for another phase hands its permit back and parks again); eight make
+  // that wasted wake-up need eight writers announced at once.
+  static constexpr unsigned kGateSlots = 8;
+  static std::uint32_t pending_writers(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w); }
+
+  // The first read permit of the inline fast path.
+  bool take_read_permit_now() noexcept {
+    if (!sync_.is_fair()) return sync_.try_acquire_one_by_sub();
+    return pending_writers(writers_.load(std::memory_order_seq_cst)) == 0 &&
+           sync_.try_acquire_one_by_sub_out_of_turn();
+  }
+  // The writer's permits, waiting; fair: announced first.
+  void acquire_write_permits() {
+    if (sync_.is_fair()) writers_.fetch_add(kOnePending, std::memory_order_seq_cst);
+    sync_.acquire(kAllPermits);
+  }
+  // Gives back n of the writer's permits (all, or all but a downgraded
+  // read's); fair: completes the write phase and wakes the readers that
+  // waited for it.
+  void release_write_permits(std::int64_t n) noexcept {
+    if (!sync_.is_fair()) return sync_.release(n);
+    release_write_permits_fair(n);
+  }
+  bool try_acquire_write_permits_fair() noexcept;
+  void release_write_permits_fair(std::int64_t n) noexcept;
+  void withdraw_writer() noexcept;
+  std::int64_t wake_gate_slot(unsigned slot, std::intptr_t token) noexcept;
+  // A fair reader's first permit, waiting at the gate until `deadline`
+  // (time_point::max(): no deadline); false only when the deadline passed.
+  bool read_permit_fair(std::chrono::steady_clock::time_point deadline) noexcept;
+  const void* gate_slot(unsigned slot) const noexcept { return &gate_slots_[slot]; }
+
   void lock_shared_slow();
   void unlock_shared_slow();
   // At the last write unlock: marks this thread's read hold on this lock (if
@@ -390,6 +552,14 @@ class ReentrantReadWriteLock {
   [[noreturn]] static void throw_upgrade();
 
   QueuedSynchronizer sync_;  // kAllPermits = free, 0 = written
+  // Fair mode only (unfair never touches them). On a line of their own:
+  // every fair reader's fast path loads writers_, and only writers (and the
+  // gate's slow paths) write this line.
+  alignas(kCacheLineSize) std::atomic<std::uint64_t> writers_{0};
+  std::atomic<std::uint32_t> gate_parked_{0};    // bit i: readers may be parked at gate slot i
+  std::atomic<std::int64_t> gate_waiting_{0};    // readers parked at the gate (queue_length())
+  char gate_slots_[kGateSlots] = {};             // their parking addresses; never read or written
+  LockStats gate_stats_;
   std::atomic<std::thread::id>& owner() noexcept { return sync_.owner_slot(); }
   const std::atomic<std::thread::id>& owner() const noexcept { return sync_.owner_slot(); }
   std::int64_t& holds() noexcept { return sync_.hold_count_slot(); }

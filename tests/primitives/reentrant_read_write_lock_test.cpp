@@ -85,6 +85,73 @@ TEST(ReentrantReadWriteLockStarvation, FairWriterIsOvertakenByNoReadBegunAfterIt
   ::testing::Test::RecordProperty("reads", std::to_string(run.reads));
 }
 
+// Fair mode: a reader waits for the writers announced before it, and a
+// writer for no read that began after it was announced; the readers that
+// waited for a writer are all woken when it leaves.
+TEST(ReentrantReadWriteLockFairPhases, ReadersWaitForTheWritersAnnouncedBeforeThem) {
+  ReentrantReadWriteLock rw(Fairness::kFair);
+  constexpr int kReaders = 3;
+  std::atomic<bool> first_writer_out{false};
+  std::atomic<bool> second_writer_in{false};
+  std::atomic<int> early_readers_in{0};
+  std::atomic<int> early_readers_before_first_writer_left{0};
+  rw.lock();
+  std::vector<std::jthread> readers;
+  for (int i = 0; i < kReaders; ++i) {
+    readers.emplace_back([&] {
+      rw.lock_shared();
+      if (!first_writer_out.load()) early_readers_before_first_writer_left.fetch_add(1);
+      early_readers_in.fetch_add(1);
+      rw.unlock_shared();
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return rw.queue_length() >= kReaders; })) << "the readers never waited";
+  std::jthread second_writer([&] {
+    rw.lock();
+    second_writer_in.store(true);
+    rw.unlock();
+  });
+  ASSERT_TRUE(eventually([&] { return rw.queue_length() >= kReaders + 1; })) << "the second writer never queued";
+  std::atomic<bool> late_reader_after_writer{false};
+  std::jthread late_reader([&] {
+    rw.lock_shared();
+    late_reader_after_writer.store(second_writer_in.load());
+    rw.unlock_shared();
+  });
+  ASSERT_TRUE(eventually([&] { return rw.queue_length() >= kReaders + 2; })) << "the late reader never waited";
+  first_writer_out.store(true);
+  rw.unlock();
+  readers.clear();
+  second_writer.join();
+  late_reader.join();
+  EXPECT_EQ(early_readers_in.load(), kReaders);
+  EXPECT_EQ(early_readers_before_first_writer_left.load(), 0) << "a reader got in beside the writer";
+  EXPECT_TRUE(late_reader_after_writer.load()) << "a reader overtook a writer announced before it";
+  EXPECT_EQ(rw.queue_length(), 0);
+}
+
+// A timed writer that gives up must not strand the readers that waited
+// for it (they counted its phase, which will now never complete).
+TEST(ReentrantReadWriteLockFairPhases, ReadersWaitingForAWriterThatGivesUpGetIn) {
+  ReentrantReadWriteLock rw(Fairness::kFair);
+  rw.lock_shared();  // the writer below waits for this read, and gives up
+  std::jthread writer([&] { EXPECT_FALSE(rw.try_lock_for(300ms)); });
+  ASSERT_TRUE(eventually([&] { return rw.queue_length() >= 1; })) << "the writer never queued";
+  std::atomic<bool> reader_in{false};
+  std::jthread reader([&] {
+    rw.lock_shared();
+    reader_in.store(true);
+    rw.unlock_shared();
+  });
+  writer.join();
+  EXPECT_TRUE(eventually([&] { return reader_in.load(); })) << "a reader stayed parked behind a writer that left";
+  rw.unlock_shared();
+  reader.join();
+  EXPECT_EQ(rw.queue_length(), 0);
+  EXPECT_TRUE(rw.try_lock()) << "the lock is free again";
+  rw.unlock();
+}
+
 TEST(ReentrantReadWriteLockStarvation, UnfairWriterGetsInUnderAContinuousReadStream) {
   // The documented bound is the starvation mode's (1 ms awake at the head,
   // then new readers wait); asserted here only as "gets in while the
