@@ -21,7 +21,9 @@
 //               byte into this object); the next release wakes it there
 //   kStarving   unfair mode only: the designated successor has waited
 //               longer than kFairInterval (1 ms), so newcomers may not barge
-//               until it has been served (Go's starvation mode)
+//               until it has been served (Go's starvation mode); set at
+//               once by a woken request for every permit where the shell
+//               asked for it (stop_barging_behind_a_woken_exclusive)
 // A mutex is a synchronizer with one permit: permits 1 = free, 0 = held.
 //
 // Who may take permits
@@ -90,8 +92,9 @@
 // - Fair mode: a queued thread is overtaken by nobody. Unfair mode: a queued
 //   thread may be overtaken by running threads, but once it is the
 //   designated successor, at most kFairInterval (1 ms, plus scheduling
-//   delay) after it was first woken newcomers stop barging until it has
-//   its permits.
+//   delay) after it was first woken (at once, for a request for every
+//   permit where the shell asked) newcomers stop barging until it has its
+//   permits.
 // - A large request at the head blocks smaller ones behind it (both modes,
 //   as in Java): acquire(5) with 3 permits free keeps an acquire(1) queued
 //   behind it waiting, although a barging newcomer (unfair) may take them.
@@ -265,16 +268,36 @@ class BasicQueuedSynchronizer {
   }
 
   // release(1) with one fetch_add (the counterpart of
-  // try_acquire_one_by_sub): when the word it added to had a waiter flag,
-  // it then does release()'s waking with nothing more to add.
+  // try_acquire_one_by_sub): when the word it added to says someone must
+  // be woken (a successor asleep in its slot, or threads queued and nobody
+  // awake), it then does release()'s waking with nothing more to add. With
+  // a designated successor awake and none asleep there is nobody to wake,
+  // and release_slow would only compare-exchange the word with itself: a
+  // second read-modify-write of the readers' line on every read unlock for
+  // as long as a woken thread waits for a core (with more threads than
+  // cores, up to a time slice; ReentrantReadWriteLock's essay has the
+  // figures). Deciding on `before` is safe: whoever changes the flags after
+  // it (the successor taking its permits, or giving up) does its own
+  // waking (pass_on, pass_on_if_free), as for any release that found
+  // kWoken set.
   void release_one_by_add() noexcept {
     const std::uint64_t before = word_.fetch_add(units(1), std::memory_order_release);
-    if (before & kWaitFlags) (void)release_slow(0, kMaxPermits);
+    if ((before & kSuccessorParked) || (before & (kParked | kWoken)) == kParked) (void)release_slow(0, kMaxPermits);
   }
 
   // release(n) unless the count would exceed max_permits; then false, and
   // nothing changed (one read-modify-write decides, so it is exact).
   bool try_release(std::int64_t n, std::int64_t max_permits) noexcept { return release_slow(n, max_permits); }
+
+  // Unfair mode only: once a request for every permit (acquire of
+  // kMaxPermits: a read-write lock's writer) is the designated successor,
+  // newcomers stop barging at once (kStarving), not after kFairInterval.
+  // Such a request is met only when every holder has left, which a stream
+  // of barging one-permit takers can put off for the whole interval; Java's
+  // unfair ReentrantReadWriteLock likewise stops new readers as soon as a
+  // writer heads its queue. Call before the synchronizer is shared
+  // (ReentrantReadWriteLock's constructor does).
+  void stop_barging_behind_a_woken_exclusive() noexcept { exclusive_stops_barging_ = true; }
 
   // Snapshots, for monitoring and tests, not for synchronisation.
   std::int64_t available() const noexcept { return permits_of(word_.load(std::memory_order_relaxed)); }
@@ -351,6 +374,7 @@ class BasicQueuedSynchronizer {
   std::atomic<std::uint32_t> spinners_{0}; // threads in a spin phase now
   std::atomic<std::int64_t> waiting_{0};   // queue_length()
   SpinPolicy policy_;
+  bool exclusive_stops_barging_ = false;  // stop_barging_behind_a_woken_exclusive()
   LockStats stats_;
   [[no_unique_address]] L lot_;
 };

@@ -194,6 +194,10 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
         stats_.record_park();
         designated = true;
         woken_at = Clock::now();
+        // See stop_barging_behind_a_woken_exclusive().
+        if (!fair_ && exclusive_stops_barging_ && n == kMaxPermits) {
+          word_.fetch_or(kStarving, std::memory_order_relaxed);
+        }
         refill();
         break;
       case ParkStatus::kTimedOut:
