@@ -1,9 +1,9 @@
 // The Client on a Redis Cluster (Client::Options::cluster, cluster_router.hpp):
 // routing by key slot, MOVED and ASK followed with the slot map kept right,
 // the redirect bound, CROSSSLOT as a typed error, scripts and pipelines
-// across masters, sharded pub/sub on each channel's master (MOVED and a
-// moved slot followed, every waiting primitive woken by its release
-// message), and every lock of the registry
+// across masters, sharded pub/sub on each channel's master (no release
+// crosses the cluster bus, MOVED and a moved slot followed, every waiting
+// primitive woken by its release message), and every lock of the registry
 // (fenced too), FairLock's queue and PermitSemaphore with names whose
 // suffixed keys would hash apart. Round trips are counted, not timed.
 //
@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "distributed/cluster_error.hpp"
 #include "distributed/count_down_latch.hpp"
 #include "distributed/key_slot.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
 #include "distributed/pub_sub_lock.hpp"
 #include "distributed/read_write_lock.hpp"
@@ -305,6 +307,36 @@ TEST_F(ClusterRouterTest, EachChannelIsSubscribedShardedOnItsOwnMaster) {
   EXPECT_EQ(hub.messages_received(), 3u);
 }
 
+// What sharding saves, counted on the cluster bus (CLUSTER INFO's
+// cluster_stats_messages_publish_sent: classic PUBLISH messages a master
+// forwarded to the others): a PubSubLock release on master 2 forwards
+// none, where one classic PUBLISH there is forwarded to both other masters.
+TEST_F(ClusterRouterTest, AReleaseSendsNoPublishOverTheClusterBus) {
+  const auto forwarded = [&] {
+    std::int64_t sum = 0;
+    for (Client* a : admins()) {
+      std::istringstream info(a->command({"CLUSTER", "INFO"}).as_string());
+      for (std::string line; std::getline(info, line);) {
+        const std::string field = "cluster_stats_messages_publish_sent:";
+        if (line.rfind(field, 0) == 0) sum += std::stoll(line.substr(field.size()));
+      }
+    }
+    return sum;
+  };
+  const std::string name = key_on(cluster(), 2, "bus:");
+  PubSubLock lock(client(), name);
+  lock.lock();  // loads the scripts on master 2
+  lock.unlock();
+  const auto before = forwarded();
+  for (int i = 0; i < 10; ++i) {
+    lock.lock();
+    lock.unlock();  // each final unlock wakes waiters with SPUBLISH
+  }
+  EXPECT_EQ(forwarded() - before, 0) << "a release's wake-up crossed the cluster bus";
+  admins()[2]->command({"PUBLISH", derived_key(name, "channel"), "0"});
+  EXPECT_EQ(forwarded() - before, 2) << "a classic PUBLISH on master 2 reaches the 2 other masters over the bus";
+}
+
 // A route that names the wrong master (a stale slot map): the SSUBSCRIBE
 // is answered MOVED and sent again where the cluster says.
 TEST_F(ClusterRouterTest, AStaleRouteIsCorrectedByMoved) {
@@ -362,11 +394,14 @@ TEST_F(ClusterRouterTest, AChannelWhoseSlotMovesIsSubscribedAgainOnTheNewOwner) 
 // message the waiter would fail; and the messages are counted, not timed.
 // `hold` takes the primitive through `holder`; `wait` (on a thread of its
 // own, through client()) waits at most 20 s, gives back what it got and
-// says whether it got it; `release` lets the holder's go.
+// says whether it got it; `release` lets the holder's go, once master 2
+// lists the waiter's shard subscription to `channel` (a release before
+// that is caught by the waiter's attempt after subscribing, no message).
 class ClusterWakeTest : public ClusterRouterTest {
  protected:
   template <class Hold, class Wait, class Release>
-  void expect_woken_by_release(const std::string& what, Hold hold, Wait wait, Release release) {
+  void expect_woken_by_release(const std::string& what, const std::string& channel, Hold hold, Wait wait,
+                               Release release) {
     hold();
     const auto messages = [&] {
       Subscriber* hub = client().subscriber_if_started();
@@ -376,12 +411,11 @@ class ClusterWakeTest : public ClusterRouterTest {
     bool got = false;
     std::thread waiter([&] { got = wait(); });
     const bool parked = eventually([&] {
-      Subscriber* hub = client().subscriber_if_started();
-      return hub != nullptr && hub->channel_count() == 1;
+      return admins()[2]->command({"PUBSUB", "SHARDNUMSUB", channel}).as_array()[1].as_integer() == 1;
     });
     release();
     waiter.join();
-    EXPECT_TRUE(parked) << what << ": the waiter never subscribed";
+    EXPECT_TRUE(parked) << what << ": the waiter never subscribed on master 2";
     EXPECT_TRUE(got) << what << ": the waiter did not get it";
     EXPECT_GE(messages() - before, 1u) << what << ": no release message reached the waiter";
   }
@@ -400,7 +434,7 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
     PubSubLock mine(holder, name, pub_sub);
     PubSubLock theirs(client(), name, pub_sub);
     expect_woken_by_release(
-        "PubSubLock", [&] { mine.lock(); },
+        "PubSubLock", derived_key(name, "channel"), [&] { mine.lock(); },
         [&] {
           if (!theirs.try_lock_for(20s)) return false;
           theirs.unlock();
@@ -413,7 +447,7 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
     AdaptiveLock mine(holder, name, adaptive);
     AdaptiveLock theirs(client(), name, adaptive);
     expect_woken_by_release(
-        "AdaptiveLock", [&] { mine.lock(); },
+        "AdaptiveLock", derived_key(name, "channel"), [&] { mine.lock(); },
         [&] {
           if (!theirs.try_lock_for(20s)) return false;
           theirs.unlock();
@@ -426,7 +460,7 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
     WriteLock mine(holder, name, read_write);
     WriteLock theirs(client(), name, read_write);
     expect_woken_by_release(
-        "WriteLock", [&] { mine.lock(); },
+        "WriteLock", theirs.channel(), [&] { mine.lock(); },
         [&] {
           if (!theirs.try_lock_for(20s)) return false;
           theirs.unlock();
@@ -441,7 +475,7 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
     ASSERT_TRUE(mine.try_set_permits(1));
     std::optional<std::string> permit;
     expect_woken_by_release(
-        "PermitSemaphore", [&] { permit = mine.try_acquire(0ms, 30s); },
+        "PermitSemaphore", derived_key(name, "channel"), [&] { permit = mine.try_acquire(0ms, 30s); },
         [&] {
           const auto got = theirs.try_acquire(20s, 30s);
           if (got) theirs.release(*got);
@@ -457,7 +491,7 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
     CountDownLatch mine(holder, name);
     CountDownLatch theirs(client(), name);
     expect_woken_by_release(
-        "CountDownLatch", [&] { ASSERT_TRUE(mine.try_set_count(1)); }, [&] { return theirs.await_for(20s); },
+        "CountDownLatch", derived_key(name, "channel"), [&] { ASSERT_TRUE(mine.try_set_count(1)); }, [&] { return theirs.await_for(20s); },
         [&] { mine.count_down(); });
   }
 }
