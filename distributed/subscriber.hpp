@@ -1,5 +1,6 @@
-// subscriber.hpp — one shared pub/sub connection per Client, multiplexing
-// every channel this process's lock waiters listen on (Redisson's
+// subscriber.hpp — one shared pub/sub connection per Client (per master on
+// a Redis Cluster), multiplexing every channel this process's lock waiters
+// listen on (Redisson's
 // PublishSubscribeService idea): 50 threads waiting for one lock are one
 // SUBSCRIBE on one connection, and a release message wakes exactly ONE of
 // them, not all 50.
