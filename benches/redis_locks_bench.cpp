@@ -835,7 +835,11 @@ ContentionResult measure_uncontended(const Workload& w, const LockImpl& impl, st
 //                               and clients that are not the bottleneck
 // The 3-master / 1-master ratio of server_capacity_per_s is the scaling the
 // masters give (goal >= 2.5x); the ratio of items_per_second is what this
-// machine shows, and on 2 cores it stays near 1.
+// machine shows, and on 2 cores it stays near 1. Each release's wake-up is
+// a sharded SPUBLISH on a cluster (publishing_script.hpp), paid for by the
+// lock's own master only; with the classic PUBLISH it replaced, the cluster
+// bus made every master pay for every release (distributed/README.md has
+// the figures before and after).
 struct ClusterBench {
   std::unique_ptr<redis::LocalCluster> cluster;
   std::vector<std::unique_ptr<Client>> probes;  // INFO of each master, standalone

@@ -8,6 +8,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
+#include "distributed/publishing_script.hpp"
 #include "distributed/subscriber.hpp"
 #include "distributed/wait_for_release.hpp"
 
@@ -26,11 +27,11 @@ return redis.call('pttl', KEYS[1])
 // 1: deleted and published; 2: deleted, the wake-up PUBLISH refused (pcall:
 // a script is not rolled back, so an error there would report a deleted
 // lock as not released); -1: someone else's key; 0: no key.
-const Script kRelease("adaptive_lock.release", R"lua(
+const PublishingScript kRelease("adaptive_lock.release", R"lua(
 local v = redis.call('get', KEYS[1])
 if v == ARGV[1] then
   redis.call('del', KEYS[1])
-  if type(redis.pcall('publish', ARGV[2], '0')) == 'table' then return 2 end
+  if type(redis.pcall(publish, ARGV[2], '0')) == 'table' then return 2 end
   return 1
 end
 if v then return -1 end
@@ -60,7 +61,7 @@ AdaptiveLock::AdaptiveLock(Client& client, std::string name, Options options)
 }
 
 void AdaptiveLock::restore(const std::string& owner) {
-  (void)detail::eval_source(client_, kRelease, {name_}, {owner, channel_});
+  (void)detail::eval_source(client_, kRelease.on(client_), {name_}, {owner, channel_});
 }
 
 bool AdaptiveLock::try_set(const std::string& owner) {
@@ -215,7 +216,7 @@ bool AdaptiveLock::acquire_until(Clock::time_point deadline) {
 void AdaptiveLock::unlock() {
   const std::string owner = detail::end_hold(client_, holds_, tokens_, name_);
   const std::int64_t r = doubts_.guard(
-      owner, [&] { return client_.eval(kRelease, {name_}, {owner, channel_}).as_integer(); },
+      owner, [&] { return client_.eval(kRelease.on(client_), {name_}, {owner, channel_}).as_integer(); },
       [&] { restore(owner); });
   if (r == 2) unpublished_.fetch_add(1, std::memory_order_relaxed);
   if (r != 1 && r != 2) throw LockLost(name_, r == -1);

@@ -42,6 +42,7 @@
 //        acquisition under 100 us of Redis CPU here.)
 //   release: EVALSHA compare-and-delete-and-publish   1 round trip
 //            if GET name == token then DEL name; PUBLISH <name>~channel
+//            (SPUBLISH on a cluster: publishing_script.hpp)
 //            then bump the local release epoch.
 //
 // Why spin against a local signal

@@ -8,6 +8,7 @@
 
 #include "distributed/cluster_router.hpp"
 #include "distributed/connection.hpp"
+#include "distributed/key_slot.hpp"
 #include "distributed/lease_renewer.hpp"
 #include "distributed/sentinel_resolver.hpp"
 #include "distributed/subscriber.hpp"
@@ -425,7 +426,15 @@ Subscriber& Client::subscriber() {
       std::lock_guard p(pool_mu_);
       target = connection_options();
     }
-    subscriber_ = std::make_unique<Subscriber>(target);
+    if (router_) {
+      // Each channel on the master that owns its slot now (the router
+      // outlives the Subscriber: ~Client resets it first).
+      detail::ClusterRouter* router = router_.get();
+      subscriber_ = std::make_unique<Subscriber>(
+          target, [router](const std::string& channel) { return router->owner_of_slot(key_slot(channel)); });
+    } else {
+      subscriber_ = std::make_unique<Subscriber>(target);
+    }
     subscriber_pid_ = ::getpid();
   }
   return *subscriber_;

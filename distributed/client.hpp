@@ -99,11 +99,14 @@
 // interface does not change; what a cluster adds is two errors
 // (cluster_error.hpp: CrossSlot, TooManyRedirects), database 0 only, and
 // one pool per master (max_connections applies to each). Keyless commands
-// (PING, INFO, SCRIPT, PUBLISH ...) go to the seed. subscriber() connects
-// to the seed only: classic PUBLISH is broadcast over the cluster bus to
-// every node, so a release published by a script on any master reaches it.
-// Our locks derive all their keys from the lock name within one hash slot
-// (lock_keys.hpp), so every lock works on a cluster unchanged.
+// (PING, INFO, SCRIPT, PUBLISH ...) go to the seed. Pub/sub is sharded
+// (sharded_pub_sub(), Redis >= 7.0): the locks' scripts wake waiters with
+// SPUBLISH, which stays on the master that owns the channel's slot (a
+// classic PUBLISH is broadcast to every master), and subscriber()
+// SSUBSCRIBEs each channel on that master, one connection per master
+// (subscriber.hpp, publishing_script.hpp). Our locks derive all their keys
+// and channels from the lock name within one hash slot (lock_keys.hpp), so
+// every lock works on a cluster unchanged.
 //
 // Following a failover
 // --------------------
@@ -277,8 +280,14 @@ class Client {
   // server's message if the script fails (e.g. WRONGTYPE inside it).
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
-  // The shared pub/sub connection (started on first call; thread-safe).
+  // The shared pub/sub connection (started on first call; thread-safe); on
+  // a cluster one per master, each channel routed by its slot.
   Subscriber& subscriber();
+  // How this Client's locks wake waiters: true on a Redis Cluster
+  // (Options::cluster: SPUBLISH / SSUBSCRIBE, each release stays on its
+  // lock's master), false on one server (PUBLISH / SUBSCRIBE, which every
+  // Redis version has and which costs the same there).
+  bool sharded_pub_sub() const noexcept { return options_.cluster; }
   // The same if already started, else nullptr (never starts it: a lock's
   // fast path must not cost a thread or a connection).
   Subscriber* subscriber_if_started();

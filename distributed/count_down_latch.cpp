@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "distributed/lock_keys.hpp"
+#include "distributed/publishing_script.hpp"
 
 namespace locklab::redis {
 
@@ -14,12 +15,12 @@ namespace {
 // is deleted first and the opening published with pcall (a refused
 // PUBLISH must not leave the latch closed: a script is not rolled back).
 // DECR fails on a foreign value before anything is written.
-const Script kCountDown("count_down_latch.count_down", R"lua(
+const PublishingScript kCountDown("count_down_latch.count_down", R"lua(
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
 local n = redis.call('decr', KEYS[1])
 if n > 0 then return n end
 redis.call('del', KEYS[1])
-redis.pcall('publish', ARGV[1], '0')
+redis.pcall(publish, ARGV[1], '0')
 return 0
 )lua");
 
@@ -38,7 +39,7 @@ bool CountDownLatch::try_set_count(std::int64_t n) {
   return !client_.command({"SET", name_, std::to_string(n), "NX"}).is_nil();
 }
 
-std::int64_t CountDownLatch::count_down() { return client_.eval(kCountDown, {name_}, {channel_}).as_integer(); }
+std::int64_t CountDownLatch::count_down() { return client_.eval(kCountDown.on(client_), {name_}, {channel_}).as_integer(); }
 
 std::int64_t CountDownLatch::get_count() { return count_of(client_.command({"GET", name_})); }
 
@@ -83,7 +84,7 @@ bool CountDownLatch::wait_until(detail::Clock::time_point deadline) {
         }
         relays_.fetch_add(1, std::memory_order_relaxed);
         try {
-          client_.command({"PUBLISH", channel_, "0"});
+          client_.command({client_.sharded_pub_sub() ? "SPUBLISH" : "PUBLISH", channel_, "0"});
         } catch (const Error&) {
           // The latch is open and this waiter passes; waiters of other
           // objects or processes then learn it by their own deadline.

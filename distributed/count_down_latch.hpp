@@ -12,7 +12,8 @@
 //                     that is counting cannot be re-armed under its
 //                     waiters. 1 round trip.
 //   count_down()      one script: DECR if the key exists; at zero DEL and
-//                     PUBLISH (pcall, after the DEL: a refused wake-up
+//                     PUBLISH (SPUBLISH on a cluster, as the relay:
+//                     publishing_script.hpp; pcall, after the DEL: a refused wake-up
 //                     never leaves the latch closed). A count_down at zero
 //                     does nothing, like Java's. 1 round trip.
 //   get_count()       GET (absent: 0). 1 round trip.

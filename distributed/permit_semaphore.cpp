@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "distributed/lock_keys.hpp"
+#include "distributed/publishing_script.hpp"
 #include "distributed/replica_wait.hpp"
 #include "distributed/subscriber.hpp"
 #include "distributed/wait_for_release.hpp"
@@ -29,7 +30,7 @@ local function free_now()
   return math.max(0, n - redis.call('zcard', KEYS[2]))
 end
 local function wake(k, channel)
-  for i = 1, math.min(k, free_now(), 16) do redis.pcall('publish', channel, 'free') end
+  for i = 1, math.min(k, free_now(), 16) do redis.pcall(publish, channel, 'free') end
 end
 )lua";
 
@@ -37,7 +38,7 @@ end
 // to create when the count key is missing (-1: leave it missing).
 // {1, 0} acquired; {0, ms until the earliest expiry} or {0, -1} (none held:
 // not set up, or zero permits).
-const Script kAcquire("permit_semaphore.acquire", std::string(kPrelude) + R"lua(
+const PublishingScript kAcquire("permit_semaphore.acquire", std::string(kPrelude) + R"lua(
 local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 local count = redis.call('get', KEYS[1])
 if not count and tonumber(ARGV[4]) >= 0 then
@@ -57,7 +58,7 @@ return {0, -1}
 )lua");
 
 // ARGV[1] permit id, ARGV[2] channel. 1 released, -1 expired, 0 unknown.
-const Script kRelease("permit_semaphore.release", std::string(kPrelude) + R"lua(
+const PublishingScript kRelease("permit_semaphore.release", std::string(kPrelude) + R"lua(
 local score = redis.call('zscore', KEYS[2], ARGV[1])
 local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 local result = 0
@@ -75,16 +76,16 @@ return result
 )lua");
 
 // ARGV[1] channel. Permits free now (0 if not set up).
-const Script kAvailable("permit_semaphore.available", std::string(kPrelude) + R"lua(
+const PublishingScript kAvailable("permit_semaphore.available", std::string(kPrelude) + R"lua(
 local purged = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 wake(purged, ARGV[1])
 return free_now()
 )lua");
 
 // ARGV[1] n, ARGV[2] channel. 1 if set by this call, 0 if it was set.
-const Script kSetPermits("permit_semaphore.set_permits", R"lua(
+const PublishingScript kSetPermits("permit_semaphore.set_permits", R"lua(
 if redis.call('set', KEYS[1], ARGV[1], 'NX') then
-  if tonumber(ARGV[1]) > 0 then redis.pcall('publish', ARGV[2], 'free') end
+  if tonumber(ARGV[1]) > 0 then redis.pcall(publish, ARGV[2], 'free') end
   return 1
 end
 return 0
@@ -105,7 +106,7 @@ PermitSemaphore::PermitSemaphore(Client& client, std::string name) : client_(cli
 
 bool PermitSemaphore::try_set_permits(std::int64_t n) {
   if (n < 0) throw std::invalid_argument("PermitSemaphore::try_set_permits: negative permit count " + std::to_string(n));
-  return client_.eval(kSetPermits, {name_}, {std::to_string(n), channel_}).as_integer() == 1;
+  return client_.eval(kSetPermits.on(client_), {name_}, {std::to_string(n), channel_}).as_integer() == 1;
 }
 
 std::optional<std::int64_t> PermitSemaphore::permits() {
@@ -115,11 +116,11 @@ std::optional<std::int64_t> PermitSemaphore::permits() {
 }
 
 std::int64_t PermitSemaphore::available_permits() {
-  return client_.eval(kAvailable, {name_, timeout_key_}, {channel_}).as_integer();
+  return client_.eval(kAvailable.on(client_), {name_, timeout_key_}, {channel_}).as_integer();
 }
 
 void PermitSemaphore::restore(const std::string& id) {
-  (void)detail::eval_source(client_, kRelease, {name_, timeout_key_}, {id, channel_});
+  (void)detail::eval_source(client_, kRelease.on(client_), {name_, timeout_key_}, {id, channel_});
 }
 
 detail::WaitAttempt PermitSemaphore::attempt(const std::string& id, const std::string& lease_ms,
@@ -128,7 +129,7 @@ detail::WaitAttempt PermitSemaphore::attempt(const std::string& id, const std::s
   return doubts_.guard(
       id,
       [&] {
-        Reply r = client_.eval(kAcquire, {name_, timeout_key_}, {id, lease_ms, channel_, permits_if_missing});
+        Reply r = client_.eval(kAcquire.on(client_), {name_, timeout_key_}, {id, lease_ms, channel_, permits_if_missing});
         const auto& parts = r.as_array();
         if (parts.size() != 2) r.unexpected("2 elements");
         return detail::WaitAttempt{parts[0].as_integer() == 1, parts[1].as_integer()};
@@ -183,7 +184,7 @@ void PermitSemaphore::release(const std::string& id) {
   if (id.empty()) throw std::invalid_argument("PermitSemaphore::release: empty permit id");
   doubts_.settle_all([&](const std::string& lost) { restore(lost); });
   const std::int64_t r = doubts_.guard(
-      id, [&] { return client_.eval(kRelease, {name_, timeout_key_}, {id, channel_}).as_integer(); },
+      id, [&] { return client_.eval(kRelease.on(client_), {name_, timeout_key_}, {id, channel_}).as_integer(); },
       [&] { restore(id); });
   if (r != 1) throw PermitNotHeld(name_, id, r == -1);
 }

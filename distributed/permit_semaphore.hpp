@@ -32,6 +32,8 @@
 //     per script; a successful acquire that leaves permits free publishes
 //     one more (a chain: each woken winner passes the wake-up on, so any
 //     number of waiters is reached); try_set_permits publishes one.
+//     (SPUBLISH on a cluster, which stays on the semaphore's master:
+//     publishing_script.hpp.)
 // A waiter follows PubSubLock's order (subscriber.hpp): join the channel if
 // this process already listens, attempt; else SUBSCRIBE through the
 // Client's one shared Subscriber, wait for the server's confirmation, and

@@ -7,6 +7,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
+#include "distributed/publishing_script.hpp"
 #include "distributed/replica_wait.hpp"
 
 namespace locklab::redis {
@@ -55,7 +56,7 @@ return {0, redis.call('pttl', KEYS[1])}
 // key and a release message (pcall: a refused PUBLISH must not undo the
 // report) when no other field is left. Never raises a
 // count or re-creates a hold. Returns the field's count before (0: none).
-const Script kRestore("pub_sub_lock.restore", R"lua(
+const PublishingScript kRestore("pub_sub_lock.restore", R"lua(
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
 local want = tonumber(ARGV[2])
 if n <= want then return n end
@@ -64,7 +65,7 @@ if want > 0 then
   return n
 end
 redis.call('hdel', KEYS[1], ARGV[1])
-if redis.call('exists', KEYS[1]) == 0 then redis.pcall('publish', ARGV[3], '0') end
+if redis.call('exists', KEYS[1]) == 0 then redis.pcall(publish, ARGV[3], '0') end
 return n
 )lua");
 
@@ -72,7 +73,7 @@ return n
 // (0: released and published), -1 no key, -2 other owner, -3 released but
 // the server refused the wake-up PUBLISH (pcall: a script is not rolled
 // back, so an error there would report a deleted lock as not released).
-const Script kRelease("pub_sub_lock.release", R"lua(
+const PublishingScript kRelease("pub_sub_lock.release", R"lua(
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   if redis.call('exists', KEYS[1]) == 1 then return -2 end
   return -1
@@ -80,7 +81,7 @@ end
 local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if n > 0 then return n end
 redis.call('del', KEYS[1])
-if type(redis.pcall('publish', ARGV[2], '0')) == 'table' then return -3 end
+if type(redis.pcall(publish, ARGV[2], '0')) == 'table' then return -3 end
 return 0
 )lua");
 
@@ -137,7 +138,7 @@ PubSubLock::~PubSubLock() {
 }
 
 void PubSubLock::restore(const std::string& owner, std::int64_t want) {
-  (void)detail::eval_source(client_, kRestore, {name_}, {owner, std::to_string(want), channel_});
+  (void)detail::eval_source(client_, kRestore.on(client_), {name_}, {owner, std::to_string(want), channel_});
 }
 
 PubSubLock::Attempt PubSubLock::attempt(const std::string& owner, std::chrono::milliseconds lease) {
@@ -253,7 +254,7 @@ void PubSubLock::unlock() {
   // fails, the doubt stays and its restore aims at held - 1).
   doubts_.settle(owner, [&] { restore(owner, held); });
   std::int64_t left = doubts_.guard(
-      owner, [&] { return client_.eval(kRelease, {name_}, {owner, channel_}).as_integer(); },
+      owner, [&] { return client_.eval(kRelease.on(client_), {name_}, {owner, channel_}).as_integer(); },
       [&] { restore(owner, holds_.count(owner)); });
   if (left == kReleasedUnpublished) {  // released; only the wake-up was refused
     unpublished_.fetch_add(1, std::memory_order_relaxed);

@@ -15,7 +15,9 @@
 //   release script (1 round trip):
 //     not my field: deletes nothing, reports "gone" or "other owner"
 //     HINCRBY name me -1; > 0: PEXPIRE (still held, re-entered)
-//     = 0: DEL name; PUBLISH <name>~channel   (one message per release)
+//     = 0: DEL name; PUBLISH <name>~channel   (one message per release;
+//          SPUBLISH on a cluster, which stays on the lock's master:
+//          publishing_script.hpp)
 // A waiter:
 //   1. attempts; if it fails and may wait,
 //   2. subscribes to <name>~channel through the Client's one shared pub/sub

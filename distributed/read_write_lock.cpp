@@ -9,6 +9,7 @@
 #include "distributed/fencing.hpp"
 #include "distributed/lock_keys.hpp"
 #include "distributed/lock_lost.hpp"
+#include "distributed/publishing_script.hpp"
 #include "distributed/wait_for_release.hpp"
 
 namespace locklab::redis::detail {
@@ -30,7 +31,10 @@ namespace {
 //              TTL is garbage collection for owners that all died; the
 //              lease ends in the hash and the sorted set are the authority.
 //              One PTTL per grant, the PEXPIREs about once per lease.
-//   wake(ch)   PUBLISH with pcall: a refused wake-up must not undo a release.
+//   wake(ch)   PUBLISH (SPUBLISH on a cluster: the local `publish` that
+//              PublishingScript puts first; only the releases, which are
+//              PublishingScripts, call it) with pcall: a refused wake-up
+//              must not undo a release.
 //   release_target(n, mode, arg)  both releases' arithmetic on the
 //              caller's n holds: arg '-' gives one back, a count brings n
 //              down to it (never up). Returns the count to leave, or nil
@@ -77,7 +81,7 @@ local function extend(key, lease)
   end
 end
 local function wake(channel)
-  redis.pcall('publish', channel, '0')
+  redis.pcall(publish, channel, '0')
 end
 local function release_target(n, mode, arg)
   if arg == '-' then
@@ -173,7 +177,7 @@ return {1, n}
 // reader's release wakes writers (readers never wait for readers); the
 // writer's wakes both when it frees the lock, readers only when its own
 // read holds remain (a downgrade: no writer can get in yet).
-const Script kReleaseRead("read_write_lock.release_read", kPrelude + R"lua(
+const PublishingScript kReleaseRead("read_write_lock.release_read", kPrelude + R"lua(
 local now = now_ms()
 local mode = purge(now)
 local field = 'r:' .. ARGV[1]
@@ -194,7 +198,7 @@ end
 return 0
 )lua");
 
-const Script kReleaseWrite("read_write_lock.release_write", kPrelude + R"lua(
+const PublishingScript kReleaseWrite("read_write_lock.release_write", kPrelude + R"lua(
 local now = now_ms()
 local mode = purge(now)
 local n = 0
@@ -269,7 +273,7 @@ ReadWriteSide::~ReadWriteSide() {
 std::int64_t ReadWriteSide::token() const { return held_token(tokens_, options_.fenced, name_, client_.thread_owner()); }
 
 void ReadWriteSide::restore(const std::string& owner, std::int64_t want) {
-  (void)eval_source(client_, kind_ == Kind::kRead ? kReleaseRead : kReleaseWrite, {name_, readers_key_},
+  (void)eval_source(client_, (kind_ == Kind::kRead ? kReleaseRead : kReleaseWrite).on(client_), {name_, readers_key_},
                     {owner, std::to_string(want), read_channel_, write_channel_});
 }
 
@@ -369,7 +373,7 @@ void ReadWriteSide::unlock() {
     tokens_.set(owner, 0);
     unwatch(owner);
   }
-  const Script& release = kind_ == Kind::kRead ? kReleaseRead : kReleaseWrite;
+  const Script& release = (kind_ == Kind::kRead ? kReleaseRead : kReleaseWrite).on(client_);
   doubts_.settle(owner, [&] { restore(owner, held); });
   const std::int64_t left = doubts_.guard(
       owner,

@@ -57,7 +57,8 @@
 // write), release (read or write), renew (read or write). The release
 // that frees the lock publishes on both channels; the write release that
 // leaves the writer's own read holds (a downgrade) publishes on the read
-// channel only (no writer can get in yet). PUBLISH is sent with pcall,
+// channel only (no writer can get in yet). PUBLISH (SPUBLISH on a cluster:
+// publishing_script.hpp) is sent with pcall,
 // after the write: a refused wake-up never reports a released lock as
 // held (waiters then learn at their lease bound).
 //

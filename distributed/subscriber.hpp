@@ -1,5 +1,6 @@
-// subscriber.hpp — one shared pub/sub connection per Client, multiplexing
-// every channel this process's lock waiters listen on (Redisson's
+// subscriber.hpp — one shared pub/sub connection per Client (per master on
+// a Redis Cluster), multiplexing every channel this process's lock waiters
+// listen on (Redisson's
 // PublishSubscribeService idea): 50 threads waiting for one lock are one
 // SUBSCRIBE on one connection, and a release message wakes exactly ONE of
 // them, not all 50.
@@ -66,11 +67,35 @@
 // - A silent publisher (holder crashed): no message ever comes; waiters use
 //   the remaining lease as their wait bound and attempt again.
 //
+// On a Redis Cluster: sharded pub/sub, one connection per master
+// ----------------------------------------------------------------
+// With Client::Options::cluster the Subscriber listens with SSUBSCRIBE /
+// SUNSUBSCRIBE (Redis >= 7.0) and receives "smessage"s: the locks' scripts
+// publish with SPUBLISH there (publishing_script.hpp says why). A sharded
+// channel lives on the master that owns its hash slot, so each channel is
+// subscribed on that master, found with the Client's slot map (the `route`
+// given to the constructor), and the Subscriber keeps one connection per
+// master it has channels on — still one reader thread for all of them.
+// What the cluster may answer:
+// - MOVED <slot> <host:port> to an SSUBSCRIBE (the map was stale): the
+//   channel is subscribed again on the master named, at most
+//   kMaxRedirects times in a row (then the waiters get Error(kServer)
+//   quoting the last MOVED and the count, as for a refusal); its waiters
+//   see nothing but a later confirmation.
+// - An unasked ["sunsubscribe", channel] (the slot left this master: a
+//   resharding, a failover): the channel is routed again and re-subscribed,
+//   and its members get kReconnected, as after a lost connection (a release
+//   in between may have been missed: the waiter attempts again).
+// - ASK / TRYAGAIN (a slot in the middle of a migration) are refusals.
+// A lost connection to one master disturbs only the channels on it. On one
+// server (standalone, Sentinel) nothing changes: one connection, SUBSCRIBE.
+//
 // What it costs
 // -------------
-// One thread and one connection per Client, started on first use, and one
-// PING per health_check_interval() while the connection is quiet (one that
-// receives messages is not pinged). A first
+// One thread per Client, started on first use; one connection (one per
+// master with channels on a cluster), and one PING per
+// health_check_interval() on each that is quiet (one that receives
+// messages is not pinged). A first
 // subscription to a channel costs one SUBSCRIBE round trip on that
 // connection (counted in commands_sent()); further waiters on the same
 // channel cost none; the last one leaving sends UNSUBSCRIBE. A message costs
@@ -81,6 +106,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -88,6 +114,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "distributed/client.hpp"
 
@@ -96,6 +123,19 @@ namespace locklab::redis {
 class Subscriber {
  public:
   using Clock = std::chrono::steady_clock;
+  // Cluster only: "host:port" of the master that owns `channel`'s hash slot
+  // now, or "" if unknown (then the seed, which answers MOVED if it is not).
+  using Route = std::function<std::string(const std::string& channel)>;
+
+  // MOVED replies followed for one channel in a row before its waiters get
+  // Error(kServer): the ClusterRouter's bound (kMaxRedirects) and reason.
+  static constexpr int kMaxRedirects = 5;
+  // The most servers one Subscriber connects to: the Redis Cluster
+  // specification's design goal is linear scaling up to 1,000 nodes. The
+  // connection slots are reserved up front so that a child made by fork()
+  // can close them all (links_ below); a MOVED to a server past the limit
+  // is a refusal.
+  static constexpr std::size_t kMaxConnections = 1000;
 
   // Why wait_until returned.
   enum class Wake {
@@ -110,7 +150,7 @@ class Subscriber {
   struct Member {
     bool poked = false;
     bool granted = false;     // holds a wake permit (see "Wake-one")
-    std::uint64_t epoch = 0;  // connection epoch this member is live on
+    std::uint64_t epoch = 0;  // the channel's subscription epoch this member is live on
     std::size_t ahead = 0;    // members of the channel when this one joined
     std::list<Member*>::iterator pos;  // in Channel::members
     std::condition_variable cv;        // wait_until sleeps here: a grant wakes this member only
@@ -166,8 +206,10 @@ class Subscriber {
     std::unique_ptr<Member> me_;
   };
 
-  // Starts the reader thread; connects lazily on the first subscribe().
-  explicit Subscriber(Client::Options options);
+  // Starts the reader thread; connects lazily on the first subscribe(), to
+  // options.host:port; with options.cluster (sharded pub/sub) each channel
+  // to the master `route` names for it (none given: the seed, then MOVED).
+  explicit Subscriber(Client::Options options, Route route = {});
   // Pre: no Subscription is alive. Stops the thread, closes the connection.
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
@@ -196,40 +238,65 @@ class Subscriber {
   // neither joined nor detached there): Client sets it aside.
   void close_descriptors_in_forked_child() noexcept;
 
-  // SUBSCRIBE + UNSUBSCRIBE commands sent so far (each names one channel).
+  // SUBSCRIBE + UNSUBSCRIBE (on a cluster SSUBSCRIBE + SUNSUBSCRIBE)
+  // commands sent so far, on every connection (each names one channel).
   std::uint64_t commands_sent() const noexcept { return commands_sent_.load(std::memory_order_relaxed); }
   // Messages received so far, on any channel.
   std::uint64_t messages_received() const noexcept { return messages_.load(std::memory_order_relaxed); }
   // Channels with at least one live Subscription.
   std::size_t channel_count() const;
+  // Pub/sub connections open now (on a cluster: one per master in use).
+  std::size_t open_connections() const;
+  // True when listening sharded (SSUBSCRIBE): options.cluster.
+  bool sharded() const noexcept { return sharded_; }
+  // Cluster only: MOVED replies followed and unasked SUNSUBSCRIBEs (a slot
+  // that moved away) handled so far.
+  std::uint64_t redirects() const noexcept { return redirects_.load(std::memory_order_relaxed); }
 
   // How long the pub/sub connection may be quiet before the reader asks
   // with a PING: options.command_timeout / 2 (see "Failure modes").
   static std::chrono::milliseconds health_check_interval(const Client::Options& options) noexcept;
 
  private:
+  struct Link;  // one connection to one server
+
   // Adds a member at the back of `ch`. Pre: mu_ held.
   Subscription enroll(Channel& ch);
   void run();
   void wake_reader() noexcept;
-  void connection_lost();
   bool wait_confirmed(std::unique_lock<std::mutex>& g, Channel& ch, Member& me, Clock::time_point deadline);
+  // The helpers below: pre mu_ held.
+  // The link to host:port, made if new; nullptr past kMaxConnections.
+  Link* link_at(const std::string& host, int port);
+  // Where `channel` is to be subscribed: its master (route_), else the seed.
+  Link* route_link(const std::string& channel);
+  // The channel's subscription is gone (its connection dropped, its slot
+  // moved): every member gets kReconnected, the reader subscribes again.
+  void channel_lost(Channel& ch);
+  // Reader thread: closes `link`'s connection; its channels are lost.
+  void drop(Link& link);
+  // Reader thread: one reply or message read on `link`.
+  void on_reply(Link& link, const Reply& r);
+  bool serves(const Link& link) const;
 
   Client::Options options_;
+  const bool sharded_;
+  const Route route_;
+  const char* const subscribe_command_;    // SUBSCRIBE or SSUBSCRIBE
+  const char* const unsubscribe_command_;  // UNSUBSCRIBE or SUNSUBSCRIBE
   int wake_fd_ = -1;  // eventfd: wakes the reader's poll()
-  // The reader's connection's descriptor, -1 while it has none: set to -1
-  // before the connection is closed, so a child made by fork() at any
-  // moment closes no descriptor number that was already reused.
-  std::atomic<int> connection_fd_{-1};
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
-  std::uint64_t epoch_ = 1;      // bumped on every lost connection
-  std::uint64_t error_seq_ = 0;  // bumped on every failed connect
-  std::string last_error_;
-  Error::Kind last_error_kind_ = Error::Kind::kConnect;  // kAuth when AUTH / SELECT was refused
+  // links_[0] is options.host:port (the server, or the cluster's seed).
+  // Reserved for kMaxConnections at construction and only appended to, so
+  // its storage never moves; link_count_ is published after each append:
+  // a child made by fork() at any moment reads a complete prefix.
+  std::vector<std::unique_ptr<Link>> links_;
+  std::atomic<std::size_t> link_count_{0};
   bool stop_ = false;
 
+  std::atomic<std::uint64_t> redirects_{0};
   std::atomic<std::uint64_t> commands_sent_{0};
   std::atomic<std::uint64_t> messages_{0};
   std::thread reader_;

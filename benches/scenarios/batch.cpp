@@ -188,8 +188,8 @@ void run_batch_scenario(const Options& o) {
                   {"slots_from_server", c.from_server ? 1.0 : 0.0}};
     entries.push_back(e);
   }
-  std::cout << "(channels: <name>~channel, derived like the keys; classic PUBLISH/SUBSCRIBE is broadcast to every node, so its slot does "
-               "not matter)\n";
+  std::cout << "(channels: <name>~channel, derived like the keys and counted in their slots: a cluster client's scripts publish "
+               "sharded, SPUBLISH, whose channel must share the script's slot)\n";
   if (!split.empty()) {
     std::string list;
     for (const auto& l : split) list += (list.empty() ? "" : ", ") + l;

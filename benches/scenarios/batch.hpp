@@ -91,8 +91,10 @@
 // the keys one acquire or release touches together (read from the lock
 // objects' accessors; FairLock's per-waiter keys mirror fair_lock.hpp's
 // essay, since its scripts build them from the name). Channels are listed
-// apart: classic PUBLISH/SUBSCRIBE is broadcast to every node of a cluster,
-// so a channel's slot does not matter (only sharded SPUBLISH has one).
+// apart and checked with the keys: on a cluster the release scripts wake
+// waiters with sharded SPUBLISH (distributed/publishing_script.hpp), whose
+// channel Redis checks like a key of the script, so it must share the
+// keys' slot (lock_keys.hpp derives it so).
 #pragma once
 
 #include <arpa/inet.h>
@@ -606,7 +608,7 @@ struct LockKeySet {
   std::string lock;                   // e.g. "FairLock"
   std::string name;                   // the lock name it was built with
   std::vector<std::string> keys;      // touched together by one script/command
-  std::vector<std::string> channels;  // PUBLISH/SUBSCRIBE (broadcast in a cluster)
+  std::vector<std::string> channels;  // SPUBLISH/SSUBSCRIBE on a cluster: in the keys' slot
   std::string note;
 };
 
@@ -676,6 +678,7 @@ inline void fill_slots(SlotCheck& s, Client* cluster_client) {
     for (const auto& k : s.set.channels) s.channel_slots.push_back(key_slot(k));
   }
   std::vector<int> u = s.slots;
+  u.insert(u.end(), s.channel_slots.begin(), s.channel_slots.end());  // a sharded channel is checked like a key
   std::sort(u.begin(), u.end());
   s.distinct_slots = static_cast<int>(std::unique(u.begin(), u.end()) - u.begin());
   s.same_slot = s.distinct_slots == 1;

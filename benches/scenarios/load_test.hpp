@@ -118,7 +118,7 @@ class PoissonArrivals {
 // Server-side counters from INFO (the herd scenario's and this one's):
 // calls over INFO commandstats (INFO, FLUSHALL and CONFIG left out; a
 // script's inner calls included), used_cpu_user + used_cpu_sys in seconds,
-// scripts run (EVALSHA + EVAL), SUBSCRIBE / PUBLISH calls.
+// scripts run (EVALSHA + EVAL), (S)SUBSCRIBE / (S)PUBLISH calls.
 struct ServerCounters {
   double calls = 0, cpu = 0, scripts = 0, subscribes = 0, publishes = 0;
   // What happened between `before` and this reading.
@@ -140,8 +140,9 @@ inline ServerCounters server_counters(redis::Client& probe) {
     const double n = std::stod(line.substr(p + 6));
     c.calls += n;
     if (line.rfind("cmdstat_evalsha:", 0) == 0 || line.rfind("cmdstat_eval:", 0) == 0) c.scripts += n;
-    if (line.rfind("cmdstat_subscribe:", 0) == 0) c.subscribes += n;
-    if (line.rfind("cmdstat_publish:", 0) == 0) c.publishes += n;
+    // The sharded forms too: a cluster Client's locks SSUBSCRIBE / SPUBLISH.
+    if (line.rfind("cmdstat_subscribe:", 0) == 0 || line.rfind("cmdstat_ssubscribe:", 0) == 0) c.subscribes += n;
+    if (line.rfind("cmdstat_publish:", 0) == 0 || line.rfind("cmdstat_spublish:", 0) == 0) c.publishes += n;
   }
   std::istringstream info(probe.command({"INFO", "cpu"}).as_string());
   for (std::string line; std::getline(info, line);) {

@@ -1,7 +1,9 @@
 // The Client on a Redis Cluster (Client::Options::cluster, cluster_router.hpp):
 // routing by key slot, MOVED and ASK followed with the slot map kept right,
 // the redirect bound, CROSSSLOT as a typed error, scripts and pipelines
-// across masters, pub/sub from any master, and every lock of the registry
+// across masters, sharded pub/sub on each channel's master (no release
+// crosses the cluster bus, MOVED and a moved slot followed, every waiting
+// primitive woken by its release message), and every lock of the registry
 // (fenced too), FairLock's queue and PermitSemaphore with names whose
 // suffixed keys would hash apart. Round trips are counted, not timed.
 //
@@ -13,14 +15,21 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "benches/harness/redis_lock_registry.hpp"
+#include "distributed/adaptive_lock.hpp"
 #include "distributed/cluster_error.hpp"
+#include "distributed/count_down_latch.hpp"
 #include "distributed/key_slot.hpp"
+#include "distributed/lock_keys.hpp"
 #include "distributed/permit_semaphore.hpp"
+#include "distributed/pub_sub_lock.hpp"
+#include "distributed/read_write_lock.hpp"
 #include "distributed/script.hpp"
 #include "distributed/subscriber.hpp"
 #include "tests/distributed/redis_cluster_test_support.hpp"
@@ -269,16 +278,222 @@ TEST_F(ClusterRouterTest, APipelineIsSplitByMasterAndAnsweredInOrder) {
   EXPECT_EQ(tx[3].as_array()[1].as_string(), "a");
 }
 
-// Classic pub/sub is broadcast over the cluster bus: the Client's one
-// subscriber connection (to the seed, master 0) hears a PUBLISH sent to
-// master 2, which is where a lock's release script publishes when its key
-// lives there.
-TEST_F(ClusterRouterTest, TheSubscriberOnTheSeedHearsAPublishOnAnyMaster) {
-  const auto deadline = [] { return Subscriber::Clock::now() + 3s; };
-  auto s = client().subscriber().subscribe("cluster:channel", deadline());
+// Sharded pub/sub: each channel is SSUBSCRIBEd on the master that owns its
+// slot, one subscriber connection per master, and an SPUBLISH (routed like
+// a key) reaches it. Counted on the servers, not timed: each owner lists
+// one shard subscriber, no master lists a classic one.
+TEST_F(ClusterRouterTest, EachChannelIsSubscribedShardedOnItsOwnMaster) {
+  const auto deadline = [] { return Subscriber::Clock::now() + 5s; };
+  Subscriber& hub = client().subscriber();
+  EXPECT_TRUE(hub.sharded());
+  std::vector<std::string> channels;
+  std::vector<Subscriber::Subscription> subs;
+  for (int node = 0; node < 3; ++node) {
+    channels.push_back(key_on(cluster(), node, "shard-channel:"));
+    auto s = hub.subscribe(channels.back(), deadline());
+    ASSERT_TRUE(s.has_value()) << channels.back();
+    subs.push_back(std::move(*s));
+  }
+  EXPECT_EQ(hub.open_connections(), 3u) << "one pub/sub connection per master";
+  EXPECT_EQ(hub.redirects(), 0u) << "the slot map was right: no MOVED";
+  for (int node = 0; node < 3; ++node) {
+    const std::string& ch = channels[static_cast<std::size_t>(node)];
+    Client& owner = *admins()[static_cast<std::size_t>(node)];
+    EXPECT_EQ(owner.command({"PUBSUB", "SHARDNUMSUB", ch}).as_array()[1].as_integer(), 1) << ch;
+    for (Client* any : admins()) EXPECT_EQ(any->command({"PUBSUB", "NUMSUB", ch}).as_array()[1].as_integer(), 0);
+    EXPECT_EQ(client().command({"SPUBLISH", ch, "1"}).as_integer(), 1) << "the owner knows one receiver";
+    EXPECT_EQ(subs[static_cast<std::size_t>(node)].wait_until(deadline()), Subscriber::Wake::kMessage);
+  }
+  EXPECT_EQ(hub.messages_received(), 3u);
+}
+
+// What sharding saves, counted on the cluster bus (CLUSTER INFO's
+// cluster_stats_messages_publish_sent: classic PUBLISH messages a master
+// forwarded to the others): a PubSubLock release on master 2 forwards
+// none, where one classic PUBLISH there is forwarded to both other masters.
+TEST_F(ClusterRouterTest, AReleaseSendsNoPublishOverTheClusterBus) {
+  const auto forwarded = [&] {
+    std::int64_t sum = 0;
+    for (Client* a : admins()) {
+      std::istringstream info(a->command({"CLUSTER", "INFO"}).as_string());
+      for (std::string line; std::getline(info, line);) {
+        const std::string field = "cluster_stats_messages_publish_sent:";
+        if (line.rfind(field, 0) == 0) sum += std::stoll(line.substr(field.size()));
+      }
+    }
+    return sum;
+  };
+  const std::string name = key_on(cluster(), 2, "bus:");
+  PubSubLock lock(client(), name);
+  lock.lock();  // loads the scripts on master 2
+  lock.unlock();
+  const auto before = forwarded();
+  for (int i = 0; i < 10; ++i) {
+    lock.lock();
+    lock.unlock();  // each final unlock wakes waiters with SPUBLISH
+  }
+  EXPECT_EQ(forwarded() - before, 0) << "a release's wake-up crossed the cluster bus";
+  admins()[2]->command({"PUBLISH", derived_key(name, "channel"), "0"});
+  EXPECT_EQ(forwarded() - before, 2) << "a classic PUBLISH on master 2 reaches the 2 other masters over the bus";
+}
+
+// A route that names the wrong master (a stale slot map): the SSUBSCRIBE
+// is answered MOVED and sent again where the cluster says.
+TEST_F(ClusterRouterTest, AStaleRouteIsCorrectedByMoved) {
+  Subscriber hub(options(), [&](const std::string&) { return "127.0.0.1:" + std::to_string(cluster().port(0)); });
+  const std::string ch = key_on(cluster(), 2, "moved-channel:");
+  auto s = hub.subscribe(ch, Subscriber::Clock::now() + 5s);
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(admins()[2]->command({"PUBLISH", "cluster:channel", "1"}).as_integer() >= 0, true);
+  EXPECT_EQ(hub.redirects(), 1u);
+  EXPECT_EQ(admins()[2]->command({"PUBSUB", "SHARDNUMSUB", ch}).as_array()[1].as_integer(), 1);
+  EXPECT_EQ(client().command({"SPUBLISH", ch, "1"}).as_integer(), 1);
+  EXPECT_EQ(s->wait_until(Subscriber::Clock::now() + 5s), Subscriber::Wake::kMessage);
+}
+
+// The channel's slot moves to another master (the end of a resharding):
+// the old owner unsubscribes its shard subscribers by itself; the waiter is
+// told (kReconnected), re-subscribes on the new owner and hears it there.
+TEST_F(ClusterRouterTest, AChannelWhoseSlotMovesIsSubscribedAgainOnTheNewOwner) {
+  const auto deadline = [] { return Subscriber::Clock::now() + 5s; };
+  const std::string ch = key_on(cluster(), 0, "moving-channel:");
+  const int slot = key_slot(ch);
+  Subscriber& hub = client().subscriber();
+  std::optional<Subscriber::Subscription> s = hub.subscribe(ch, deadline());
+  ASSERT_TRUE(s.has_value());
+  give_slot(slot, 1);
+  EXPECT_EQ(s->wait_until(deadline()), Subscriber::Wake::kReconnected) << "the slot's move was not noticed";
+  ASSERT_TRUE(s->resubscribe(deadline()));
+  EXPECT_GE(hub.redirects(), 1u);
+  EXPECT_EQ(admins()[1]->command({"PUBSUB", "SHARDNUMSUB", ch}).as_array()[1].as_integer(), 1);
+  EXPECT_EQ(client().command({"SPUBLISH", ch, "1"}).as_integer(), 1);
   EXPECT_EQ(s->wait_until(deadline()), Subscriber::Wake::kMessage);
+  s.reset();
+  // Back to master 0, for the other tests.
+  give_slot(slot, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (Client* a : admins()) {
+          const Reply slots = a->command({"CLUSTER", "SLOTS"});
+          for (const Reply& range : slots.as_array()) {
+            const auto& f = range.as_array();
+            if (f[0].as_integer() <= slot && slot <= f[1].as_integer() &&
+                f[2].as_array()[1].as_integer() != cluster().port(0)) {
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      5s));
+}
+
+// Every primitive that parks waiters on the Subscriber, its name on master
+// 2 (not the seed): a waiter is woken by the release message, not by its
+// bound. The holder is another Client (another process, in effect: no
+// local hand-off), its lease 30 s and the waiter's wait 20 s, so without a
+// message the waiter would fail; and the messages are counted, not timed.
+// `hold` takes the primitive through `holder`; `wait` (on a thread of its
+// own, through client()) waits at most 20 s, gives back what it got and
+// says whether it got it; `release` lets the holder's go, once master 2
+// lists the waiter's shard subscription to `channel` (a release before
+// that is caught by the waiter's attempt after subscribing, no message).
+class ClusterWakeTest : public ClusterRouterTest {
+ protected:
+  template <class Hold, class Wait, class Release>
+  void expect_woken_by_release(const std::string& what, const std::string& channel, Hold hold, Wait wait,
+                               Release release) {
+    hold();
+    const auto messages = [&] {
+      Subscriber* hub = client().subscriber_if_started();
+      return hub != nullptr ? hub->messages_received() : 0u;
+    };
+    const auto before = messages();
+    bool got = false;
+    std::thread waiter([&] { got = wait(); });
+    const bool parked = eventually([&] {
+      return admins()[2]->command({"PUBSUB", "SHARDNUMSUB", channel}).as_array()[1].as_integer() == 1;
+    });
+    release();
+    waiter.join();
+    EXPECT_TRUE(parked) << what << ": the waiter never subscribed on master 2";
+    EXPECT_TRUE(got) << what << ": the waiter did not get it";
+    EXPECT_GE(messages() - before, 1u) << what << ": no release message reached the waiter";
+  }
+};
+
+TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
+  Client holder(options());
+  PubSubLock::Options pub_sub;
+  pub_sub.lease = 30s;
+  AdaptiveLock::Options adaptive;
+  adaptive.lease = 30s;
+  ReadWriteLockOptions read_write;
+  read_write.lease = 30s;
+  {
+    const std::string name = key_on(cluster(), 2, "woken-pub-sub:");
+    PubSubLock mine(holder, name, pub_sub);
+    PubSubLock theirs(client(), name, pub_sub);
+    expect_woken_by_release(
+        "PubSubLock", derived_key(name, "channel"), [&] { mine.lock(); },
+        [&] {
+          if (!theirs.try_lock_for(20s)) return false;
+          theirs.unlock();
+          return true;
+        },
+        [&] { mine.unlock(); });
+  }
+  {
+    const std::string name = key_on(cluster(), 2, "woken-adaptive:");
+    AdaptiveLock mine(holder, name, adaptive);
+    AdaptiveLock theirs(client(), name, adaptive);
+    expect_woken_by_release(
+        "AdaptiveLock", derived_key(name, "channel"), [&] { mine.lock(); },
+        [&] {
+          if (!theirs.try_lock_for(20s)) return false;
+          theirs.unlock();
+          return true;
+        },
+        [&] { mine.unlock(); });
+  }
+  {
+    const std::string name = key_on(cluster(), 2, "woken-write:");
+    WriteLock mine(holder, name, read_write);
+    WriteLock theirs(client(), name, read_write);
+    expect_woken_by_release(
+        "WriteLock", theirs.channel(), [&] { mine.lock(); },
+        [&] {
+          if (!theirs.try_lock_for(20s)) return false;
+          theirs.unlock();
+          return true;
+        },
+        [&] { mine.unlock(); });
+  }
+  {
+    const std::string name = key_on(cluster(), 2, "woken-semaphore:");
+    PermitSemaphore mine(holder, name);
+    PermitSemaphore theirs(client(), name);
+    ASSERT_TRUE(mine.try_set_permits(1));
+    std::optional<std::string> permit;
+    expect_woken_by_release(
+        "PermitSemaphore", derived_key(name, "channel"), [&] { permit = mine.try_acquire(0ms, 30s); },
+        [&] {
+          const auto got = theirs.try_acquire(20s, 30s);
+          if (got) theirs.release(*got);
+          return got.has_value();
+        },
+        [&] {
+          ASSERT_TRUE(permit.has_value());
+          mine.release(*permit);
+        });
+  }
+  {
+    const std::string name = key_on(cluster(), 2, "woken-latch:");
+    CountDownLatch mine(holder, name);
+    CountDownLatch theirs(client(), name);
+    expect_woken_by_release(
+        "CountDownLatch", derived_key(name, "channel"), [&] { ASSERT_TRUE(mine.try_set_count(1)); }, [&] { return theirs.await_for(20s); },
+        [&] { mine.count_down(); });
+  }
 }
 
 // Every lock of the registry, plain and fenced, FairLock's queue and
