@@ -188,12 +188,17 @@ constexpr std::intptr_t kPhaseDone = 2;
 // not to yield on every poll).
 constexpr std::int64_t kPollsPerYield = 64;
 // A reader that must wait for a write phase polls for its completion this
-// many times before it parks: ~2.6 us at ~20 ns a poll, the median futex
-// wake-to-run on the reference VM (physical_limits' FutexWakeToRun), i.e.
-// about what the park and wake-up it may save cost (spin up to the cost of
-// blocking: the classic 2-competitive spin-then-park rule). A write phase
-// with an empty section ends well within it when the writer is running.
-constexpr std::int64_t kGateSpinPolls = 128;
+// many times before it parks: none. The classic 2-competitive rule says to
+// spin about what a park and wake-up cost (~2.6 us, 128 polls at ~20 ns, the
+// median futex wake-to-run on the reference VM), and that is what this was
+// first. Measured on the 2-core lab VM (bench_rwlocks, fair mode, 300 ms
+// points, the two builds alternated twice, 2026-12-02), parking at once ran
+// 2.4-3.8x the 128-poll spin at 2 and 4 waiters with 99% and 90% reads,
+// 1.1-1.7x at 16 and 64, and 10-30x at 128 with 90% reads (3.1-3.7 against
+// 0.12-0.34 M ops/s), with writer wait p99 at 1 us where the spin let it
+// reach 2.5-3.4 ms: a spinning reader holds one of the two cores that the
+// writer it waits for needs to finish its phase.
+constexpr std::int64_t kGateSpinPolls = 0;
 }  // namespace
 
 bool ReentrantReadWriteLock::try_acquire_write_permits_fair() noexcept {

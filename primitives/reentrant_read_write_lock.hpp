@@ -179,9 +179,8 @@
 //     queue (QueuedSynchronizer::try_acquire_one_by_sub_out_of_turn: the
 //     queue holds writers only, and the permit count still keeps a writer
 //     that holds the lock out). Otherwise its target is the phase of the
-//     last writer announced (completed + pending); it polls writers_ for
-//     that phase's completion for about what a park and wake-up cost
-//     (kGateSpinPolls, the .cpp justifies it), then parks at the gate: one
+//     last writer announced (completed + pending); it parks at once
+//     (kGateSpinPolls is 0; the .cpp gives the measurement) at the gate: one
 //     of kGateSlots parking-lot addresses (target % kGateSlots), validated
 //     under the lot's bucket lock ("my phase is not completed, and enough
 //     writers are pending to complete it");
