@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "benches/harness/redis_lock_registry.hpp"
@@ -125,6 +126,21 @@ class ClusterRouterTest : public RedisClusterTest {
       if (i != owner) admins()[static_cast<std::size_t>(i)]->command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id});
     }
   }
+  // Does every master's CLUSTER SLOTS put `slot` on `node`? (A test that
+  // moved a slot waits for this before it leaves, for the tests after it.)
+  bool every_master_maps_slot_to(int slot, int node) {
+    for (Client* a : admins()) {
+      const Reply slots = a->command({"CLUSTER", "SLOTS"});
+      for (const Reply& range : slots.as_array()) {
+        const auto& f = range.as_array();
+        if (f[0].as_integer() <= slot && slot <= f[1].as_integer() &&
+            f[2].as_array()[1].as_integer() != cluster().port(node)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
 };
 
 TEST_F(ClusterRouterTest, SlotsMatchTheServersAndEachKeyGoesToItsOwnerInOneRoundTrip) {
@@ -198,21 +214,7 @@ TEST_F(ClusterRouterTest, FollowsAskDuringAMigrationAndMovedAfterIt) {
   // Back to master 0 (empty slot: no keys to move), for the other tests.
   client().command({"DEL", k});
   give_slot(slot, 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (Client* a : admins()) {
-          const Reply slots = a->command({"CLUSTER", "SLOTS"});
-          for (const Reply& range : slots.as_array()) {
-            const auto& f = range.as_array();
-            if (f[0].as_integer() <= slot && slot <= f[1].as_integer() &&
-                f[2].as_array()[1].as_integer() != cluster().port(0)) {
-              return false;
-            }
-          }
-        }
-        return true;
-      },
-      5s));
+  ASSERT_TRUE(eventually([&] { return every_master_maps_slot_to(slot, 0); }, 5s));
 }
 
 // Master 0 says ASK master 1 (MIGRATING) but master 1 is not importing and
@@ -370,21 +372,7 @@ TEST_F(ClusterRouterTest, AChannelWhoseSlotMovesIsSubscribedAgainOnTheNewOwner) 
   s.reset();
   // Back to master 0, for the other tests.
   give_slot(slot, 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (Client* a : admins()) {
-          const Reply slots = a->command({"CLUSTER", "SLOTS"});
-          for (const Reply& range : slots.as_array()) {
-            const auto& f = range.as_array();
-            if (f[0].as_integer() <= slot && slot <= f[1].as_integer() &&
-                f[2].as_array()[1].as_integer() != cluster().port(0)) {
-              return false;
-            }
-          }
-        }
-        return true;
-      },
-      5s));
+  ASSERT_TRUE(eventually([&] { return every_master_maps_slot_to(slot, 0); }, 5s));
 }
 
 // Every primitive that parks waiters on the Subscriber, its name on master
@@ -429,45 +417,27 @@ TEST_F(ClusterWakeTest, AWaiterOnAClusterIsWokenByTheReleaseMessage) {
   adaptive.lease = 30s;
   ReadWriteLockOptions read_write;
   read_write.lease = 30s;
-  {
-    const std::string name = key_on(cluster(), 2, "woken-pub-sub:");
-    PubSubLock mine(holder, name, pub_sub);
-    PubSubLock theirs(client(), name, pub_sub);
+  // The three mutex-shaped locks: one holds, the other waits up to 20 s.
+  const auto expect_lock_woken = [&]<class Lock>(std::type_identity<Lock>, const std::string& what,
+                                                  const std::string& prefix, const auto& lock_options,
+                                                  auto channel_of) {
+    const std::string name = key_on(cluster(), 2, prefix);
+    Lock mine(holder, name, lock_options);
+    Lock theirs(client(), name, lock_options);
     expect_woken_by_release(
-        "PubSubLock", derived_key(name, "channel"), [&] { mine.lock(); },
+        what, channel_of(name, theirs), [&] { mine.lock(); },
         [&] {
           if (!theirs.try_lock_for(20s)) return false;
           theirs.unlock();
           return true;
         },
         [&] { mine.unlock(); });
-  }
-  {
-    const std::string name = key_on(cluster(), 2, "woken-adaptive:");
-    AdaptiveLock mine(holder, name, adaptive);
-    AdaptiveLock theirs(client(), name, adaptive);
-    expect_woken_by_release(
-        "AdaptiveLock", derived_key(name, "channel"), [&] { mine.lock(); },
-        [&] {
-          if (!theirs.try_lock_for(20s)) return false;
-          theirs.unlock();
-          return true;
-        },
-        [&] { mine.unlock(); });
-  }
-  {
-    const std::string name = key_on(cluster(), 2, "woken-write:");
-    WriteLock mine(holder, name, read_write);
-    WriteLock theirs(client(), name, read_write);
-    expect_woken_by_release(
-        "WriteLock", theirs.channel(), [&] { mine.lock(); },
-        [&] {
-          if (!theirs.try_lock_for(20s)) return false;
-          theirs.unlock();
-          return true;
-        },
-        [&] { mine.unlock(); });
-  }
+  };
+  const auto derived_channel = [](const std::string& name, const auto&) { return derived_key(name, "channel"); };
+  expect_lock_woken(std::type_identity<PubSubLock>{}, "PubSubLock", "woken-pub-sub:", pub_sub, derived_channel);
+  expect_lock_woken(std::type_identity<AdaptiveLock>{}, "AdaptiveLock", "woken-adaptive:", adaptive, derived_channel);
+  expect_lock_woken(std::type_identity<WriteLock>{}, "WriteLock", "woken-write:", read_write,
+                    [](const std::string&, const WriteLock& lock) { return lock.channel(); });
   {
     const std::string name = key_on(cluster(), 2, "woken-semaphore:");
     PermitSemaphore mine(holder, name);
