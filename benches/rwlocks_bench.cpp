@@ -30,9 +30,9 @@
 // compare-exchange in absl's and StampedLock's read lock, an exchange on
 // the queue tail in tbb's queuing_rw_mutex), so at short sections they are
 // no faster than a mutex; a fair lock stops new readers whenever a writer
-// is announced, so with more waiters than cores its readers spin and
-// sometimes park (futex waits and wakes), which costs most at many
-// waiters; reader-preferring peers
+// is announced, so with more waiters than cores its readers park behind
+// the writer (futex waits and wakes), which costs most at many waiters;
+// reader-preferring peers
 // starve writers (write_wait_p99_us); optimistic reads write nothing and
 // approach `none` while writes are rare.
 #include <functional>
