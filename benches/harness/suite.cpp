@@ -187,6 +187,8 @@ void add_context(const SuiteOptions& o) {
   benchmark::AddCustomContext("locklab_build", build_flavour());
   benchmark::AddCustomContext("git_revision", revision != nullptr && *revision != '\0' ? revision : "unknown");
   benchmark::AddCustomContext("busy_work_iterations_per_ns", std::to_string(BusyWork::iterations_per_ns()));
+  benchmark::AddCustomContext("busy_work_counted_fixed_ns", std::to_string(BusyWork::counted_fixed_ns()));
+  benchmark::AddCustomContext("busy_work_clock_checked_fixed_ns", std::to_string(BusyWork::clock_checked_fixed_ns()));
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <string>
@@ -137,6 +139,38 @@ TEST(BusyWorkTest, RecalibrationReplacesTheRateAndOnlyShortWorkCountsIterations)
   EXPECT_TRUE(BusyWork::counts_iterations(1));
   EXPECT_TRUE(BusyWork::counts_iterations(BusyWork::kClockCheckedFromNs - 1));
   EXPECT_FALSE(BusyWork::counts_iterations(BusyWork::kClockCheckedFromNs));
+}
+
+// A section on either path lasts roughly what it was asked for: at least
+// half (a sign slip in the fixed-cost correction, or a last piece that is
+// skipped, would make it vanish) and at most ten times (a deadline that is
+// never met, or a fixed cost added instead of subtracted twice over). Loose
+// on purpose: the bound checks the arithmetic, not this machine's speed;
+// best of 5 runs of 100 calls, so one preemption does not fail it.
+TEST(BusyWorkTest, SectionsOnBothPathsLastRoughlyWhatWasAsked) {
+  BusyWork::calibrate();
+  for (const std::int64_t ns : {std::int64_t{300}, std::int64_t{2000}}) {
+    double best_ns = 1e300;
+    for (int run = 0; run < 5; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < 100; ++i) BusyWork::spin_ns(ns);
+      const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+      best_ns = std::min(best_ns, took.count() / 100);
+    }
+    EXPECT_GT(best_ns, 0.5 * static_cast<double>(ns)) << ns << " ns asked";
+    EXPECT_LT(best_ns, 10.0 * static_cast<double>(ns)) << ns << " ns asked";
+  }
+}
+
+// The counted path subtracts its measured fixed cost, and never asks for a
+// negative count.
+TEST(BusyWorkTest, IterationCountsSubtractTheFixedCostAndStayNonNegative) {
+  BusyWork::calibrate();
+  EXPECT_EQ(BusyWork::iterations_for(0), 0u);
+  EXPECT_EQ(BusyWork::iterations_for(-100), 0u);
+  const double expected = (400 - BusyWork::counted_fixed_ns()) * BusyWork::iterations_per_ns();
+  EXPECT_NEAR(static_cast<double>(BusyWork::iterations_for(400)), expected, 1.0);
+  EXPECT_LE(BusyWork::iterations_for(100), BusyWork::iterations_for(200));
 }
 
 }  // namespace

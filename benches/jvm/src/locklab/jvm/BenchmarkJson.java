@@ -54,6 +54,8 @@ final class BenchmarkJson {
     c.put("locklab_build", "jvm");
     c.put("git_revision", revision != null && !revision.isEmpty() ? revision : "unknown");
     c.put("busy_work_iterations_per_ns", String.format(Locale.ROOT, "%.6f", BusyWork.iterationsPerNs()));
+    c.put("busy_work_counted_fixed_ns", String.format(Locale.ROOT, "%.6f", BusyWork.countedFixedNs()));
+    c.put("busy_work_clock_checked_fixed_ns", String.format(Locale.ROOT, "%.6f", BusyWork.clockCheckedFixedNs()));
     c.put("jvm_flags", String.join(" ", ManagementFactory.getRuntimeMXBean().getInputArguments()));
     c.put("warmup_ms", Long.toString(o.warmupMs()));
     c.put("jit_ms_during_points", Long.toString(jitMsDuringPoints));

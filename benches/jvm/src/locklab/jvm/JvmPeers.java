@@ -195,8 +195,10 @@ public final class JvmPeers {
   /** Warms up, measures every point, writes one JSON file per suite; returns every outcome. */
   static List<Outcome> runSuites(Options o) throws IOException, InterruptedException {
     List<Family> families = families(o);
-    System.out.printf(Locale.ROOT, "%s, %s mode, %d ms a point, busy work %.3f iterations/ns%n",
-        BenchmarkJson.jvmName(), o.mode(), o.durationMs(), BusyWork.iterationsPerNs());
+    System.out.printf(Locale.ROOT,
+        "%s, %s mode, %d ms a point, busy work %.3f iterations/ns, fixed cost %.1f ns counted, %.1f ns clock-checked%n",
+        BenchmarkJson.jvmName(), o.mode(), o.durationMs(), BusyWork.iterationsPerNs(), BusyWork.countedFixedNs(),
+        BusyWork.clockCheckedFixedNs());
 
     List<Point> points = new ArrayList<>();
     for (Family f : families) {

@@ -68,22 +68,22 @@ final class Locks {
 
   static final class ReentrantLockSubject implements Harness.Subject {
     private final ReentrantLock lock;
-    private final long csIterations;
+    private final long csNs;
 
     ReentrantLockSubject(boolean fair, long csNs) {
       lock = new ReentrantLock(fair);
-      csIterations = BusyWork.iterationsFor(csNs);
+      this.csNs = csNs;
     }
 
     @Override
     public long runUntil(Harness.StopFlag stop) {
       final ReentrantLock lock = this.lock;
-      final long cs = csIterations;
+      final long cs = csNs;
       long ops = 0;
       while (!stop.isSet()) {
         lock.lock();
         try {
-          BusyWork.spinIterations(cs);
+          BusyWork.spinNs(cs);
         } finally {
           lock.unlock();
         }
@@ -95,20 +95,20 @@ final class Locks {
 
   static final class SynchronizedSubject implements Harness.Subject {
     private final Object monitor = new Object();
-    private final long csIterations;
+    private final long csNs;
 
     SynchronizedSubject(long csNs) {
-      csIterations = BusyWork.iterationsFor(csNs);
+      this.csNs = csNs;
     }
 
     @Override
     public long runUntil(Harness.StopFlag stop) {
       final Object monitor = this.monitor;
-      final long cs = csIterations;
+      final long cs = csNs;
       long ops = 0;
       while (!stop.isSet()) {
         synchronized (monitor) {
-          BusyWork.spinIterations(cs);
+          BusyWork.spinNs(cs);
         }
         ops++;
       }
@@ -118,10 +118,10 @@ final class Locks {
 
   static final class SemaphoreSubject implements Harness.Subject {
     private final Semaphore permits = new Semaphore(1);
-    private final long csIterations;
+    private final long csNs;
 
     SemaphoreSubject(long csNs) {
-      csIterations = BusyWork.iterationsFor(csNs);
+      this.csNs = csNs;
     }
 
     // acquireUninterruptibly: the lock() of a semaphore (acquire() would add
@@ -129,12 +129,12 @@ final class Locks {
     @Override
     public long runUntil(Harness.StopFlag stop) {
       final Semaphore permits = this.permits;
-      final long cs = csIterations;
+      final long cs = csNs;
       long ops = 0;
       while (!stop.isSet()) {
         permits.acquireUninterruptibly();
         try {
-          BusyWork.spinIterations(cs);
+          BusyWork.spinNs(cs);
         } finally {
           permits.release();
         }
@@ -146,21 +146,21 @@ final class Locks {
 
   static final class StampedLockSubject implements Harness.Subject {
     private final StampedLock lock = new StampedLock();
-    private final long csIterations;
+    private final long csNs;
 
     StampedLockSubject(long csNs) {
-      csIterations = BusyWork.iterationsFor(csNs);
+      this.csNs = csNs;
     }
 
     @Override
     public long runUntil(Harness.StopFlag stop) {
       final StampedLock lock = this.lock;
-      final long cs = csIterations;
+      final long cs = csNs;
       long ops = 0;
       while (!stop.isSet()) {
         long stamp = lock.writeLock();
         try {
-          BusyWork.spinIterations(cs);
+          BusyWork.spinNs(cs);
         } finally {
           lock.unlockWrite(stamp);
         }

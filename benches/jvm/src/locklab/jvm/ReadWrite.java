@@ -137,8 +137,8 @@ final class ReadWrite {
    */
   abstract static class MixSubject implements Harness.Subject {
     final long readThreshold;
-    final long readIterations;
-    final long writeIterations;
+    final long readCsNs;
+    final long writeCsNs;
     private final AtomicInteger nextWaiter = new AtomicInteger();
     private final AtomicLong reads = new AtomicLong();
     private final AtomicLong writes = new AtomicLong();
@@ -147,8 +147,8 @@ final class ReadWrite {
 
     MixSubject(int readPermille, long readCsNs, long writeCsNs) {
       readThreshold = readPermille;
-      readIterations = BusyWork.iterationsFor(readCsNs);
-      writeIterations = BusyWork.iterationsFor(writeCsNs);
+      this.readCsNs = readCsNs;
+      this.writeCsNs = writeCsNs;
     }
 
     /** The waiter's seed, as read_write.hpp seeds its waiter i. */
@@ -223,8 +223,8 @@ final class ReadWrite {
       final ReentrantReadWriteLock.ReadLock readLock = lock.readLock();
       final ReentrantReadWriteLock.WriteLock writeLock = lock.writeLock();
       final long threshold = readThreshold;
-      final long readCs = readIterations;
-      final long writeCs = writeIterations;
+      final long readCs = readCsNs;
+      final long writeCs = writeCsNs;
       final long[] rng = {seed()};
       final WaitSampler sampler = new WaitSampler();
       long r = 0;
@@ -233,7 +233,7 @@ final class ReadWrite {
         if (isRead(rng, threshold)) {
           readLock.lock();
           try {
-            BusyWork.spinIterations(readCs);
+            BusyWork.spinNs(readCs);
           } finally {
             readLock.unlock();
           }
@@ -247,7 +247,7 @@ final class ReadWrite {
             writeLock.lock();
           }
           try {
-            BusyWork.spinIterations(writeCs);
+            BusyWork.spinNs(writeCs);
           } finally {
             writeLock.unlock();
           }
@@ -278,8 +278,8 @@ final class ReadWrite {
       final StampedLock lock = this.lock;
       final boolean optimistic = this.optimistic;
       final long threshold = readThreshold;
-      final long readCs = readIterations;
-      final long writeCs = writeIterations;
+      final long readCs = readCsNs;
+      final long writeCs = writeCsNs;
       final long[] rng = {seed()};
       final WaitSampler sampler = new WaitSampler();
       long r = 0;
@@ -291,7 +291,7 @@ final class ReadWrite {
           if (optimistic) {
             long s = lock.tryOptimisticRead();
             if (s != 0) {
-              BusyWork.spinIterations(readCs);
+              BusyWork.spinNs(readCs);
               done = lock.validate(s);
             }
             if (!done) retried++;
@@ -299,7 +299,7 @@ final class ReadWrite {
           if (!done) {
             long s = lock.readLock();
             try {
-              BusyWork.spinIterations(readCs);
+              BusyWork.spinNs(readCs);
             } finally {
               lock.unlockRead(s);
             }
@@ -315,7 +315,7 @@ final class ReadWrite {
             s = lock.writeLock();
           }
           try {
-            BusyWork.spinIterations(writeCs);
+            BusyWork.spinNs(writeCs);
           } finally {
             lock.unlockWrite(s);
           }

@@ -6,7 +6,8 @@
 // the plots rely on: the structure, names that parse as
 // `<suite>/java.<Impl>/waiters:<N>[/<knob>:<v>]` and agree with the counters,
 // exactly the expected points, positive throughput. It also checks that the
-// calibrated busy work really spins (that C2 did not delete the loop).
+// calibrated busy work really spins (that C2 did not delete the loop), and that
+// a counted and a clock-checked section last roughly what was asked.
 //
 // It tests the driver, not the JVM: 20 ms points say nothing about speed.
 package locklab.jvm;
@@ -72,7 +73,10 @@ final class SelfTest {
     return false;
   }
 
-  /** 2 ms of calibrated spin must take at least 1 ms; less means the JIT removed the loop. */
+  /**
+   * 2 ms of calibrated spin must take at least 1 ms; less means the JIT removed the loop. And a
+   * 300 ns and a 2000 ns section must last roughly that long.
+   */
   private static void checkBusyWork(List<String> problems) {
     long best = Long.MAX_VALUE;
     for (int trial = 0; trial < 5; trial++) {
@@ -81,6 +85,21 @@ final class SelfTest {
       best = Math.min(best, System.nanoTime() - start);
     }
     if (best < 1_000_000) problems.add("busy work: 2 ms of spin took " + best + " ns");
+    // A section on either path (counted, clock-checked) lasts between half and
+    // ten times what was asked: loose, so it checks the fixed-cost arithmetic
+    // and not this machine's speed; best of 5 runs of 100 calls.
+    for (long ns : new long[] {300, 2000}) {
+      long bestRun = Long.MAX_VALUE;
+      for (int trial = 0; trial < 5; trial++) {
+        long start = System.nanoTime();
+        for (int i = 0; i < 100; i++) BusyWork.spinNs(ns);
+        bestRun = Math.min(bestRun, System.nanoTime() - start);
+      }
+      double perCall = bestRun / 100.0;
+      if (perCall < 0.5 * ns || perCall > 10.0 * ns) {
+        problems.add("busy work: a " + ns + " ns section took " + perCall + " ns");
+      }
+    }
   }
 
   private static void checkFile(Object json, String suite, Set<String> expected, List<String> problems) {
