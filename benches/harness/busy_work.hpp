@@ -24,8 +24,8 @@
 // std::mutex, ns/op minus the cs_ns:0 op's ~12 ns), before this was
 // corrected:
 //   - counted sections ran ~12 ns long whatever N (100 -> 112, 200 -> 214,
-//     400 -> 418): the mispredicted exit of the loop and the arithmetic
-//     before it, paid once per call;
+//     400 -> 418): most likely the mispredicted exit of the loop and the
+//     arithmetic before it, paid once per call;
 //   - clock-checked sections ran ~100 ns long (500 -> 567, 1000 -> 1097,
 //     2000 -> 2105): the first clock read, then a 50 ns chunk and a clock
 //     read per round, so the deadline was overshot by the read in flight,

@@ -19,7 +19,8 @@
 // constants M*M and C*M + C, so its speed would depend on how the loop was
 // unrolled where it got inlined; the `+ i` and the mask stop that folding, so
 // every iteration is a true dependency and runs at the same speed (~1.45 ns
-// here, ~6 cycles, against ~0.12 ns for the C++ loop) wherever it is compiled.
+// here, a chain of multiply, add, and, add: ~6 cycles; the C++ loop ~0.12 ns)
+// wherever it is compiled.
 // A coarser grain is fine for critical sections of 100 ns and more.
 //
 // Why the fixed cost is measured, not assumed zero
@@ -29,13 +30,14 @@
 // the long-run speed gave sections ~28 ns SHORT whatever N, measured on the
 // 2-core Intel VM (1 waiter, java.ReentrantLock(unfair), ns/op minus the
 // cs_ns:0 op's ~13 ns): 50 -> 21, 100 -> 65, 200 -> 170, 400 -> 370, 1000 ->
-// 975, 2000 -> 1990 (and java.synchronized the same). The chain only feeds a
-// branch that is predicted, so the core runs on past the loop: the unlock,
+// 975, 2000 -> 1990 (and java.synchronized the same). The likely reason: the
+// chain only feeds a branch that is predicted, so the core runs on past the
+// loop: the unlock,
 // the next lock and the start of the next chain execute while the last ~20
 // iterations of this one are still in flight (a latency-bound chain leaves
 // the execution ports idle). busy_work.cpp's loop errs the other way (~+12
-// ns: its exit mispredicts, and its loop is bound by issue width, so nothing
-// overlaps it). So each side measures its own fixed costs (a counted 200 ns
+// ns; likely its mispredicted exit, with nothing to overlap: at 8.4
+// iterations/ns it is bound by issue width, not by a chain). So each side measures its own fixed costs (a counted 200 ns
 // section, a clock-checked 1000 ns one) the way the suite sees them: a loop
 // of lock; spinNs(N); unlock on an uncontended ReentrantLock against the same
 // loop with N = 0, and subtracts them. Under a lock, not back to back: bare
