@@ -162,6 +162,13 @@ int main(int argc, char** argv) {
     bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(park-only)", SpinPolicy::park_only());
     bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(spin-only)", SpinPolicy::spin_only());
     bench::register_with_policy<AdaptiveMutex>(o, "AdaptiveMutex(fixed-100)", SpinPolicy::fixed(100));
+    // The previous default: newcomers spin before they queue (SpinPolicy::
+    // newcomers_spin says what it costs and where it pays). Quick runs take
+    // only its tiny sections, where the two policies differ most.
+    bench::register_lock<AdaptiveMutex>(
+        o, "AdaptiveMutex(newcomers-spin)",
+        [] { return std::make_unique<AdaptiveMutex>(SpinPolicy::adaptive().with_newcomers_spinning()); },
+        bench::kPeer);
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(unfair)", Fairness::kUnfair);
     bench::register_fairness<ReentrantLock>(o, "ReentrantLock(fair)", Fairness::kFair);
     bench::register_fairness<bench::SemaphoreLock>(o, "Semaphore(1)", Fairness::kUnfair);

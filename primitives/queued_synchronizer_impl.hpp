@@ -109,16 +109,18 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
       return finish(true);
     }
 
-    // Spin: a designated successor up to its budget; anyone else only
-    // while nobody is queued (a queued thread means the lock is busier than
-    // a spin is likely to outlast, and the spinner would take a core). A
+    // Spin: the designated successor up to its budget. A newcomer queues at
+    // once, unless the policy lets newcomers spin (SpinPolicy::
+    // newcomers_spin, which says why not by default), and then only while
+    // nobody is queued (a queued thread means the lock is busier than a
+    // spin is likely to outlast, and the spinner would take a core). A
     // lone spinner, nobody queued and no other thread spinning, goes on to
     // SpinPolicy::kLoneSpinPolls (adaptive policy only; fixed and park-only
     // mean what they say): typically one waiter and one holder on two cores,
     // where the adaptive budget, shrunk by the holder's barging, would
     // otherwise send the waiter to sleep and make every release a wake-up.
     // Relaxed: spinners_ is a hint, like the budget.
-    const bool may_spin = designated || !(w & kParked);
+    const bool may_spin = designated || (policy_.newcomers_spin && !(w & kParked));
     const bool lone = adaptive && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
                       spinners_.load(std::memory_order_relaxed) == (spinning ? 1u : 0u);
     if (spin_only || (may_spin && (spun < budget || lone))) {

@@ -91,15 +91,13 @@
 //
 // What it costs
 // -------------
-// Uncontended lock(): one load and one compare-exchange on the
-// synchronizer's word, two plain stores (owner, hold count); the owner is
-// read only when the compare-exchange fails (the reentrancy check, Java's
-// order). unlock(): a relaxed load and store of the owner and one
-// compare-exchange. So two atomic read-modify-writes per lock/unlock pair,
-// like std::mutex; a reentrant lock() is one failed compare-exchange and a
-// thread-identity compare, a reentrant unlock() no atomic read-modify-write
-// at all. Contended paths are the QueuedSynchronizer's (adaptive spin while
-// nobody is queued, then a park in the ParkingLot; a release wakes only when
+// Uncontended lock(): a relaxed load of the owner (the reentrancy check,
+// on the permit word's line), one fetch_sub on the word, two plain stores
+// (owner, hold count). unlock(): a relaxed load and store of the owner and
+// one fetch_add. So two atomic read-modify-writes per lock/unlock pair,
+// like std::mutex; a reentrant lock() is a thread-identity compare, a
+// reentrant unlock() no atomic read-modify-write at all. Contended paths are the QueuedSynchronizer's (a park in the
+// ParkingLot, an adaptive spin once woken; a release wakes only when
 // nobody woken is already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
 // statistics; the owner and hold count fill its word line's padding); a Condition is three words; an
 // awaiting thread keeps its node on its stack.
@@ -180,21 +178,25 @@ class ReentrantLock {
   // holds it, increments the hold count instead. Post: held by this thread,
   // hold_count() one higher. Does not throw.
   void lock() {
-    // The permit first, the owner only if that fails (Java's order): an
-    // uncontended lock() reads no line but the permit word's, and a
-    // contender does not pull the owner's line at every attempt.
-    if (sync_.try_acquire(1)) return become_owner(std::this_thread::get_id());
+    // The owner first: it sits on the permit word's line, so reading it
+    // costs no other line, and a reentrant lock() is then a thread-identity
+    // compare and no read-modify-write at all. The permit next, with one
+    // fetch_sub (AdaptiveMutex::lock says why not a load and a
+    // compare-exchange).
     const std::thread::id self = std::this_thread::get_id();
     if (owner().load(std::memory_order_relaxed) == self) {
       ++holds();
       return;
     }
-    sync_.acquire(1);
+    if (!sync_.try_acquire_one_by_sub()) sync_.acquire(1);
     become_owner(self);
   }
 
   // Acquires the lock if it is free now (fair: and nobody is queued), or
   // re-acquires it if this thread holds it; never waits. True on success.
+  // Like std::mutex::try_lock it may fail spuriously: while another thread's
+  // first try in lock() gives back a permit it found taken, the lock reads
+  // as held for those few nanoseconds.
   bool try_lock() {
     if (sync_.try_acquire(1)) {
       become_owner(std::this_thread::get_id());
@@ -254,7 +256,7 @@ class ReentrantLock {
   }
   // Whether some thread holds the lock (or, fair mode, it is being handed to
   // a woken waiter). A snapshot, for monitoring, not for synchronisation.
-  bool is_locked() const noexcept { return sync_.available() == 0; }
+  bool is_locked() const noexcept { return sync_.available() <= 0; }
   bool is_fair() const noexcept { return sync_.is_fair(); }
   // Threads waiting to acquire (not those awaiting a Condition). Snapshots.
   bool has_queued_threads() const noexcept { return sync_.queue_length() != 0; }

@@ -78,8 +78,8 @@
 // -------------
 // Uncontended acquire or release: one load and one compare-exchange on the
 // synchronizer's word; no system call, no statistics. A contended acquire
-// spins while nobody is queued (the adaptive SpinPolicy budget, like
-// AdaptiveMutex), then parks in the ParkingLot; a release wakes at most one
+// parks in the ParkingLot and, woken, spins its adaptive SpinPolicy budget
+// (like AdaptiveMutex); a release wakes at most one
 // thread, and only when no woken thread is already coming (the thundering
 // herd of the ticket-sale case study is avoided by construction). Memory:
 // the QueuedSynchronizer (two cache lines and LockStats, ~1.2 KiB).
@@ -112,15 +112,21 @@ class Semaphore {
   // Takes n permits, waiting as long as it takes.
   // Throws std::invalid_argument (and waits for nothing) unless
   // 1 <= n <= kMaxPermits. Post: this thread took n permits.
+  // acquire(1) tries first with one fetch_sub, as AdaptiveMutex::lock does
+  // (61 -> 67-70 M acquire/release pairs/s uncontended on the reference
+  // Intel VM); a try that finds no permit gives it back with a fetch_add.
   void acquire(std::ptrdiff_t n = 1) {
     check_count(n, "Semaphore::acquire");
+    if (n == 1 && sync_.try_acquire_one_by_sub()) return;
     sync_.acquire(n);
   }
 
   // Takes n permits if they are available now, without waiting; true if it
   // took them. In fair mode it also fails while any thread is queued (no
   // barging); in unfair mode while a starving head is being served. Throws
-  // like acquire().
+  // like acquire(). It may also fail while another thread's acquire(1) is
+  // giving back a permit it found missing (see available_permits()): a few
+  // nanoseconds in which that permit reads as taken.
   bool try_acquire(std::ptrdiff_t n = 1) {
     check_count(n, "Semaphore::try_acquire");
     return sync_.try_acquire(n);
@@ -155,7 +161,9 @@ class Semaphore {
   }
 
   // The permits available now (a snapshot; exact when nothing runs
-  // concurrently).
+  // concurrently). While an acquire(1) that found no permit is giving back
+  // the one it took, the snapshot may read one below the true count, even
+  // below 0.
   std::ptrdiff_t available_permits() const noexcept { return sync_.available(); }
 
   bool is_fair() const noexcept { return sync_.is_fair(); }
@@ -163,8 +171,9 @@ class Semaphore {
   // Whether any thread is waiting in acquire / a timed try (a snapshot).
   bool has_queued_threads() const noexcept { return queue_length() != 0; }
   // How many threads are queued (a snapshot, exact while none joins or
-  // leaves). A thread that is still spinning before it queues is not
-  // counted; the woken head is, until it returns.
+  // leaves). A thread on its way into the queue (or, with newcomers_spin,
+  // still spinning before it queues) is not counted; the woken head is,
+  // until it returns.
   std::ptrdiff_t queue_length() const noexcept { return sync_.queue_length(); }
 
   // Slow-path statistics: contended acquires, polls spun, parks, wakes.

@@ -26,12 +26,14 @@ struct SpinPolicy {
   static constexpr std::uint32_t kDefaultInitialSpins = 200;
   static constexpr std::uint32_t kDefaultMaxSpins = 1000;
   // How far past its budget an adaptive QueuedSynchronizer lets a *lone*
-  // spinner go (the only thread spinning, nobody queued): 2,500 polls, ~50
+  // spinner go (the only thread spinning, nobody else queued: the woken
+  // successor, or with newcomers_spin a newcomer): 2,500 polls, ~50
   // us, twice the p99 futex wake-to-run latency of the reference VM (24 us,
   // physical_limits' FutexWakeToRun). With one spinner there is a core for
-  // it (the holder has the other), so the spin costs nobody else anything,
-  // while a park costs the holder a futex wake at its next release and the
-  // spinner a wake-up latency. It is the two-thread case: the holder's
+  // it (the holder has the other), so the spin costs the holder no CPU time
+  // (only its polls' traffic on the line), while a park costs the holder a
+  // futex wake at its next release and the spinner a wake-up latency. It is
+  // the two-thread case: the holder's
   // barging makes most spins lose, which shrinks the budget, which would
   // otherwise turn every release into a wake-up.
   static constexpr std::uint32_t kLoneSpinPolls = 2500;
@@ -40,6 +42,20 @@ struct SpinPolicy {
   std::uint32_t initial_spins = kDefaultInitialSpins;  // fixed(): the budget
   std::uint32_t min_spins = kDefaultMinSpins;
   std::uint32_t max_spins = kDefaultMaxSpins;
+  // QueuedSynchronizer only (FutexMutex has no queue: all its waiters spin).
+  // Whether a thread that finds the lock taken and nobody queued spins
+  // before it queues (true), or queues at once and leaves the spinning to
+  // the one thread woken from the queue (false, the default, as AQS does:
+  // only the thread at the head of its queue spins). Off by default because
+  // a spinning newcomer on a 2-core machine turns "one thread runs, the
+  // others sleep" into two threads trading the lock's cache line at every
+  // acquisition: with empty sections AdaptiveMutex ran ~10 M acquires/s at
+  // 2 waiters and ~17 at 4 with newcomers spinning, ~41 and ~58 without
+  // (same binary, same minutes; the reference results' README has the run).
+  // Where the waiters do work between acquisitions the spin pays instead
+  // (10-15% more at 4-16 waiters with 100 ns of think time per waiter):
+  // the locks bench shows both as AdaptiveMutex(newcomers-spin).
+  bool newcomers_spin = false;
 
   static constexpr SpinPolicy adaptive() noexcept { return {}; }
   static constexpr SpinPolicy fixed(std::uint32_t spins) noexcept {
@@ -47,6 +63,12 @@ struct SpinPolicy {
   }
   static constexpr SpinPolicy spin_only() noexcept { return {Kind::kSpinOnly, 0, 0, 0}; }
   static constexpr SpinPolicy park_only() noexcept { return {Kind::kParkOnly, 0, 0, 0}; }
+  // This policy with newcomers_spin set.
+  constexpr SpinPolicy with_newcomers_spinning() const noexcept {
+    SpinPolicy p = *this;
+    p.newcomers_spin = true;
+    return p;
+  }
 };
 
 }  // namespace locklab

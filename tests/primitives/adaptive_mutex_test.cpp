@@ -50,8 +50,38 @@ TEST(AdaptiveMutexTest, ParkOnlyNeverSpins) {
   EXPECT_EQ(s.wakes, s.parks);
 }
 
-// The lone spinner: with its adaptive budget at 0 (here from the start), a
-// waiter that is the only thread spinning, with nobody queued, still spins
+// A newcomer does not spin by default: it queues at once and, woken with the
+// permit free, takes it without a poll. With newcomers_spin it polls before
+// it queues (the holder keeps the lock 20 ms, far past any spin allowance).
+TEST(AdaptiveMutexTest, ANewcomerQueuesWithoutSpinningUnlessThePolicySaysSo) {
+  for (const bool newcomers_spin : {false, true}) {
+    SCOPED_TRACE(newcomers_spin ? "newcomers_spin" : "default");
+    AdaptiveMutex lock(newcomers_spin ? SpinPolicy::adaptive().with_newcomers_spinning() : SpinPolicy::adaptive());
+    lock.lock();
+    std::atomic<bool> started{false};
+    std::jthread waiter([&] {
+      started.store(true);
+      lock.lock();
+      lock.unlock();
+    });
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);  // let it queue
+    lock.unlock();
+    waiter.join();
+    const LockStatsSnapshot s = lock.stats();
+    EXPECT_EQ(s.contended_acquires, 1);
+    EXPECT_EQ(s.parks, 1);
+    if (newcomers_spin) {
+      EXPECT_GT(s.spins, 0);
+    } else {
+      EXPECT_EQ(s.spins, 0);
+    }
+  }
+}
+
+// The lone spinner (with newcomers_spin): with its adaptive budget at 0
+// (here from the start), a waiter that is the only thread spinning, with
+// nobody queued, still spins
 // (up to SpinPolicy::kLoneSpinPolls, ~50 us) instead of parking at once. A
 // holder keeps the lock ~20 us (~1,000 polls), 20 rounds. Without the rule
 // the waiter spins only on its probes (one contended acquire in 16, 100
@@ -59,7 +89,7 @@ TEST(AdaptiveMutexTest, ParkOnlyNeverSpins) {
 // polls, not parks, so that a descheduled holder (the waiter then spins
 // its full allowance and parks) cannot make it flaky.
 TEST(AdaptiveMutexTest, ALoneSpinnerOutlastsADecayedBudget) {
-  AdaptiveMutex lock(SpinPolicy{SpinPolicy::Kind::kAdaptive, 0, 0, SpinPolicy::kDefaultMaxSpins});
+  AdaptiveMutex lock(SpinPolicy{SpinPolicy::Kind::kAdaptive, 0, 0, SpinPolicy::kDefaultMaxSpins}.with_newcomers_spinning());
   constexpr int kRounds = 20;
   std::atomic<int> round{0};      // the round the waiter may start
   std::atomic<int> arrived{0};    // the last round the waiter started
