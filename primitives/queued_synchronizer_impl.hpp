@@ -113,15 +113,13 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
     // once, unless the policy lets newcomers spin (SpinPolicy::
     // newcomers_spin, which says why not by default), and then only while
     // nobody is queued (a queued thread means the lock is busier than a
-    // spin is likely to outlast, and the spinner would take a core). A
-    // lone spinner, nobody queued and no other thread spinning, goes on to
-    // SpinPolicy::kLoneSpinPolls (adaptive policy only; fixed and park-only
-    // mean what they say): typically one waiter and one holder on two cores,
-    // where the adaptive budget, shrunk by the holder's barging, would
-    // otherwise send the waiter to sleep and make every release a wake-up.
-    // Relaxed: spinners_ is a hint, like the budget.
+    // spin is likely to outlast, and the spinner would take a core). With
+    // newcomers_spin, a lone spinner, nobody queued and no other thread
+    // spinning, goes on to SpinPolicy::kLoneSpinPolls (adaptive policy only;
+    // fixed and park-only mean what they say). Relaxed: spinners_ is a hint,
+    // like the budget.
     const bool may_spin = designated || (policy_.newcomers_spin && !(w & kParked));
-    const bool lone = adaptive && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
+    const bool lone = adaptive && policy_.newcomers_spin && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
                       spinners_.load(std::memory_order_relaxed) == (spinning ? 1u : 0u);
     if (spin_only || (may_spin && (spun < budget || lone))) {
       ++spun;

@@ -25,17 +25,16 @@ struct SpinPolicy {
   static constexpr std::uint32_t kDefaultMinSpins = 0;
   static constexpr std::uint32_t kDefaultInitialSpins = 200;
   static constexpr std::uint32_t kDefaultMaxSpins = 1000;
-  // How far past its budget an adaptive QueuedSynchronizer lets a *lone*
-  // spinner go (the only thread spinning, nobody else queued: the woken
-  // successor, or with newcomers_spin a newcomer): 2,500 polls, ~50
-  // us, twice the p99 futex wake-to-run latency of the reference VM (24 us,
-  // physical_limits' FutexWakeToRun). With one spinner there is a core for
-  // it (the holder has the other), so the spin costs the holder no CPU time
-  // (only its polls' traffic on the line), while a park costs the holder a
-  // futex wake at its next release and the spinner a wake-up latency. It is
-  // the two-thread case: the holder's
-  // barging makes most spins lose, which shrinks the budget, which would
-  // otherwise turn every release into a wake-up.
+  // With newcomers_spin: how far past its budget an adaptive
+  // QueuedSynchronizer lets a *lone* spinner go (the only thread spinning,
+  // nobody queued): 2,500 polls, ~50 us, twice the p99 futex wake-to-run
+  // latency of the reference VM (24 us, physical_limits' FutexWakeToRun).
+  // With one spinner there is a core for it (the holder has the other), so
+  // the spin costs the holder no CPU time (only its polls' traffic on the
+  // line), while a park costs the holder a futex wake at its next release
+  // and the spinner a wake-up latency. It is the two-thread case: the
+  // holder's barging makes most spins lose, which shrinks the budget, which
+  // would otherwise turn every release into a wake-up.
   static constexpr std::uint32_t kLoneSpinPolls = 2500;
 
   Kind kind = Kind::kAdaptive;
