@@ -38,12 +38,14 @@
 //           thread, not even try_acquire().
 // The designated successor always may. Anyone else queues: it sets kParked
 // and parks in the lot, validated under the lot's bucket lock ("kParked
-// still set and I still cannot take"). It does not spin first (AQS's rule:
-// only the thread at the head of the queue spins), so with more threads
-// than the lock can serve, one runs and the others sleep instead of two
-// trading the word's cache line at every acquisition; SpinPolicy::
-// newcomers_spin turns the spin back on (while nobody is queued) and gives
-// the figures.
+// still set and I still cannot take"). In unfair mode it does not spin
+// first (AQS's rule: only the thread at the head of the queue spins), so
+// with more threads than the lock can serve, one runs and the others sleep
+// instead of two trading the word's cache line at every acquisition;
+// SpinPolicy::newcomers_spin turns the spin back on (while nobody is
+// queued) and gives the figures. In fair mode a newcomer spins while nobody
+// is queued: it can overtake nobody, so its spin starts no such fight, and
+// it saves a park and a wake where the lock is about to come free.
 //
 // Waking, and the one-awake-successor rule
 // ----------------------------------------

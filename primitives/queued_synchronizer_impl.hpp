@@ -109,17 +109,22 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
       return finish(true);
     }
 
-    // Spin: the designated successor up to its budget. A newcomer queues at
-    // once, unless the policy lets newcomers spin (SpinPolicy::
-    // newcomers_spin, which says why not by default), and then only while
-    // nobody is queued (a queued thread means the lock is busier than a
-    // spin is likely to outlast, and the spinner would take a core). With
-    // newcomers_spin, a lone spinner, nobody queued and no other thread
-    // spinning, goes on to SpinPolicy::kLoneSpinPolls (adaptive policy only;
-    // fixed and park-only mean what they say). Relaxed: spinners_ is a hint,
-    // like the budget.
-    const bool may_spin = designated || (policy_.newcomers_spin && !(w & kParked));
-    const bool lone = adaptive && policy_.newcomers_spin && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
+    // Spin: the designated successor up to its budget. In unfair mode a
+    // newcomer queues at once, unless the policy lets newcomers spin
+    // (SpinPolicy::newcomers_spin, which says why not by default). In fair
+    // mode a newcomer spins: it cannot barge past anyone queued, so its spin
+    // starts no fight over the line, and it saves a park and a wake per
+    // hand-off where the lock is about to come free (at 2 waiters, ~0.03 M/s
+    // without it against 10 M/s with it on the reference Intel VM). Either
+    // way only while nobody is queued (a queued thread means the lock is
+    // busier than a spin is likely to outlast, and the spinner would take a
+    // core). A spinning newcomer that is a lone spinner, nobody queued and
+    // no other thread spinning, goes on to SpinPolicy::kLoneSpinPolls
+    // (adaptive policy only; fixed and park-only mean what they say).
+    // Relaxed: spinners_ is a hint, like the budget.
+    const bool newcomers_spin = fair_ || policy_.newcomers_spin;
+    const bool may_spin = designated || (newcomers_spin && !(w & kParked));
+    const bool lone = adaptive && newcomers_spin && !(w & kParked) && spun < SpinPolicy::kLoneSpinPolls &&
                       spinners_.load(std::memory_order_relaxed) == (spinning ? 1u : 0u);
     if (spin_only || (may_spin && (spun < budget || lone))) {
       ++spun;

@@ -41,7 +41,9 @@ struct SpinPolicy {
   std::uint32_t initial_spins = kDefaultInitialSpins;  // fixed(): the budget
   std::uint32_t min_spins = kDefaultMinSpins;
   std::uint32_t max_spins = kDefaultMaxSpins;
-  // QueuedSynchronizer only (FutexMutex has no queue: all its waiters spin).
+  // QueuedSynchronizer in unfair mode only (FutexMutex has no queue: all its
+  // waiters spin; a fair synchronizer's newcomers always spin while nobody
+  // is queued, queued_synchronizer.hpp says why).
   // Whether a thread that finds the lock taken and nobody queued spins
   // before it queues (true), or queues at once and leaves the spinning to
   // the one thread woken from the queue (false, the default, as AQS does:
