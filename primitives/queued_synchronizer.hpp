@@ -113,9 +113,10 @@
 // Uncontended acquire: one relaxed load and one compare-exchange on the
 // word (try_acquire), or one fetch_sub (try_acquire_one_by_sub, the mutex
 // shells' lock()); uncontended release: one fetch_add. No lot, no clock, no
-// statistics. A contended acquire: one
-// park_if (one bucket lock, one futex_wait on the thread's own Parker), then,
-// woken, polls of ~20 ns up to its budget. A release that finds a
+// statistics. A contended acquire: one park_if (one bucket lock, one
+// futex_wait on the thread's own Parker), then, woken, polls of ~20 ns up
+// to its budget (fair mode: polls while nobody is queued first). A release
+// that finds a
 // sleeper to wake: one compare-exchange, one unpark_one (bucket lock, futex
 // wake). Memory: the word on a cache line of its own, the adaptive budget
 // and a waiter count on the next, and LockStats.

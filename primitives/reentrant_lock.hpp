@@ -96,9 +96,10 @@
 // (owner, hold count). unlock(): a relaxed load and store of the owner and
 // one fetch_add. So two atomic read-modify-writes per lock/unlock pair,
 // like std::mutex; a reentrant lock() is a thread-identity compare, a
-// reentrant unlock() no atomic read-modify-write at all. Contended paths are the QueuedSynchronizer's (a park in the
-// ParkingLot, an adaptive spin once woken; a release wakes only when
-// nobody woken is already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
+// reentrant unlock() no atomic read-modify-write at all. Contended paths
+// are the QueuedSynchronizer's (unfair: a park in the ParkingLot, an
+// adaptive spin once woken; fair: a spin while nobody is queued first; a
+// release wakes only when nobody woken is already coming). Memory: a QueuedSynchronizer (~1.2 KiB with its
 // statistics; the owner and hold count fill its word line's padding); a Condition is three words; an
 // awaiting thread keeps its node on its stack.
 //

@@ -76,10 +76,12 @@
 //
 // What it costs
 // -------------
-// Uncontended acquire or release: one load and one compare-exchange on the
-// synchronizer's word; no system call, no statistics. A contended acquire
+// Uncontended acquire(1): one fetch_sub on the synchronizer's word; other
+// acquires, and every release (its overflow check is exact): one load and
+// one compare-exchange; no system call, no statistics. A contended acquire
 // parks in the ParkingLot and, woken, spins its adaptive SpinPolicy budget
-// (like AdaptiveMutex); a release wakes at most one
+// (like AdaptiveMutex; fair mode spins while nobody is queued first); a
+// release wakes at most one
 // thread, and only when no woken thread is already coming (the thundering
 // herd of the ticket-sale case study is avoided by construction). Memory:
 // the QueuedSynchronizer (two cache lines and LockStats, ~1.2 KiB).

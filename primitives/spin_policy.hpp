@@ -50,12 +50,13 @@ struct SpinPolicy {
   // only the thread at the head of its queue spins). Off by default because
   // a spinning newcomer on a 2-core machine turns "one thread runs, the
   // others sleep" into two threads trading the lock's cache line at every
-  // acquisition: with empty sections AdaptiveMutex ran ~10 M acquires/s at
-  // 2 waiters and ~17 at 4 with newcomers spinning, ~41 and ~58 without
-  // (same binary, same minutes; the reference results' README has the run).
-  // Where the waiters do work between acquisitions the spin pays instead
-  // (10-15% more at 4-16 waiters with 100 ns of think time per waiter):
-  // the locks bench shows both as AdaptiveMutex(newcomers-spin).
+  // acquisition: with empty sections on the 2-core Intel VM, AdaptiveMutex
+  // ran 9.5 M acquires/s at 2 waiters and 12 at 4 with newcomers spinning,
+  // 60 and 90 without (results/reference/intel-xeon-2core-2026-12-02/
+  // parking/: AdaptiveMutex(newcomers-spin) against AdaptiveMutex). Where
+  // the waiters work between acquisitions the spin pays instead (4.0
+  // against 3.87 M/s at 4 waiters, 1.07 against 0.96 at 16, with 100 ns of
+  // think time per waiter): a sleeping newcomer leaves a core idle.
   bool newcomers_spin = false;
 
   static constexpr SpinPolicy adaptive() noexcept { return {}; }
