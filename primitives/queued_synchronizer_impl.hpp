@@ -27,6 +27,16 @@ inline constexpr std::uint32_t kProbeSpins = 100;
 // A timed spin reads the clock once per this many polls (~1.3 us at ~20 ns
 // a poll): often enough to honour a deadline, rarely enough not to slow it.
 inline constexpr std::uint32_t kPollsPerClockRead = 64;
+// "A late successor" in queued_synchronizer.hpp: 2 x the p99 futex
+// wake-to-run latency (24 us) with a core free on the reference Intel VM.
+inline constexpr std::int64_t kLateSuccessorNs = 50'000;
+// The unpark token of a thread woken beside a late successor: it is not
+// the designated successor (the designated one's token is 0).
+inline constexpr std::intptr_t kExtraWakeToken = 1;
+// steady_clock as one integer, so that a timestamp fits one atomic word.
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace detail::queued_synchronizer
 
 template <Lot L>
@@ -54,6 +64,7 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
   bool spinning = false;        // the current spin phase has polled at least once (counted in spinners_)
   bool designated = false;      // this thread owns kWoken (and kStarving, if set)
   bool counted = false;         // counted in waiting_
+  bool may_wake_one_more = true;  // this acquire may still wake a thread beside a late successor
   Clock::time_point woken_at{};  // when this thread became the designated successor
   auto refill = [&] {
     spun = 0;
@@ -169,10 +180,19 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
           kTimed ? std::optional<Clock::time_point>(deadline) : std::nullopt);
       if (r.status != ParkStatus::kInvalid) stats_.record_park();
       if (r.status == ParkStatus::kTimedOut) return give_up();
+      if (r.status == ParkStatus::kUnparked) successor_woken_at_.store(0, std::memory_order_relaxed);  // running
       refill();
       continue;
     }
 
+    // About to queue behind an awake successor: is it late? ("A late
+    // successor"; only in unfair mode, where a second woken thread may
+    // barge.) Once per acquire, and never by a thread that was itself woken
+    // that way: two queued threads would otherwise wake each other every
+    // kLateSuccessor for as long as the successor stays late.
+    if (!fair_ && may_wake_one_more && (w & (kWoken | kParked)) == (kWoken | kParked)) {
+      may_wake_one_more = !wake_one_more_if_successor_is_late();
+    }
     // Queue. Announce it (relaxed: park_if's validation re-reads the word
     // under the bucket lock, which orders it against the unparker's
     // callback), then park unless the word changed.
@@ -197,6 +217,11 @@ bool BasicQueuedSynchronizer<L>::acquire_slow(std::int64_t n, Clock::time_point 
     switch (r.status) {
       case ParkStatus::kUnparked:  // the unparker claimed kWoken for us
         stats_.record_park();
+        if (r.token == tuning::kExtraWakeToken) {  // woken beside a late successor: a newcomer again
+          may_wake_one_more = false;
+          break;
+        }
+        successor_woken_at_.store(0, std::memory_order_relaxed);  // running: not late
         designated = true;
         woken_at = Clock::now();
         // See stop_barging_behind_a_woken_exclusive().
@@ -241,7 +266,12 @@ bool BasicQueuedSynchronizer<L>::release_slow(std::int64_t n, std::int64_t max_p
   if (wake_slot) {
     // Only the designated successor parks there; if it left meanwhile
     // (timeout), this finds nobody, which is harmless.
-    if (lot_.unpark_one(successor_slot(), [](UnparkResult) -> std::intptr_t { return 0; }).did_unpark) stats_.record_wake();
+    if (lot_.unpark_one(successor_slot(), [this](UnparkResult r) -> std::intptr_t {
+              if (r.did_unpark) successor_woken_at_.store(detail::queued_synchronizer::now_ns(), std::memory_order_relaxed);
+              return 0;
+            }).did_unpark) {
+      stats_.record_wake();
+    }
   } else if (wake_head) {
     wake_head_claimed();
   }
@@ -260,6 +290,7 @@ void BasicQueuedSynchronizer<L>::wake_head_claimed() noexcept {
     std::uint64_t clear = 0;
     if (r.did_unpark) {
       stats_.record_wake();
+      successor_woken_at_.store(detail::queued_synchronizer::now_ns(), std::memory_order_relaxed);
     } else {
       clear |= kWoken;
     }
@@ -280,6 +311,28 @@ void BasicQueuedSynchronizer<L>::pass_on_if_free() noexcept {
       return;
     }
   }
+}
+
+// If the designated successor was woken kLateSuccessorNs ago or more and
+// has not run, wakes the next queued thread too, as a newcomer (its token
+// says it is not designated), and returns true. Moving the timestamp to now
+// with a compare-exchange elects one caller per interval, which bounds these
+// wakes by time, not by traffic. kParked is kept exact as in
+// wake_head_claimed(); kWoken is not touched: the late successor holds it.
+template <Lot L>
+bool BasicQueuedSynchronizer<L>::wake_one_more_if_successor_is_late() noexcept {
+  namespace tuning = detail::queued_synchronizer;
+  std::int64_t t = successor_woken_at_.load(std::memory_order_relaxed);
+  if (t == 0) return false;
+  const std::int64_t now = tuning::now_ns();
+  if (now - t < tuning::kLateSuccessorNs) return false;
+  if (!successor_woken_at_.compare_exchange_strong(t, now, std::memory_order_relaxed)) return false;
+  lot_.unpark_one(this, [this](UnparkResult r) -> std::intptr_t {
+    if (r.did_unpark) stats_.record_wake();
+    if (!r.may_have_more_threads) word_.fetch_and(~kParked, std::memory_order_relaxed);
+    return tuning::kExtraWakeToken;
+  });
+  return true;
 }
 
 }  // namespace locklab

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "primitives/queued_synchronizer_impl.hpp"
 #include "tests/eventually.hpp"
 
 // The rules of primitives/queued_synchronizer.hpp, each observed through
@@ -179,6 +180,65 @@ TEST_P(Modes, PermitsAreConservedUnderMixedRequestsAndTimeouts) {
   EXPECT_EQ(s.queue_length(), 0);
 }
 
+// The process-wide lot, except that the first designated successor it
+// wakes (token 0, on the synchronizer's own address) is held back for
+// `hold` before park_if returns: a thread woken but kept off the cores, as
+// the scheduler keeps one when every core is busy.
+struct HeldBackLot {
+  struct Control {
+    std::chrono::milliseconds hold{300};
+    std::atomic<bool> armed{true};
+    std::atomic<bool> holding{false};
+  };
+  Control* control;
+
+  ParkResult park_if(const void* address, detail::FunctionRef<bool()> validate,
+                     std::optional<parking_lot::Clock::time_point> deadline) noexcept {
+    const ParkResult r = ThreadLot{}.park_if(address, validate, deadline);
+    if (r.status == ParkStatus::kUnparked && r.token == 0 && control->armed.exchange(false)) {
+      control->holding = true;
+      std::this_thread::sleep_for(control->hold);
+      control->holding = false;
+    }
+    return r;
+  }
+  UnparkResult unpark_one(const void* address, detail::FunctionRef<std::intptr_t(UnparkResult)> callback) noexcept {
+    return ThreadLot{}.unpark_one(address, callback);
+  }
+};
+
+TEST(QueuedSynchronizerTest, AThreadAboutToQueueWakesOneMoreBesideALateSuccessor) {
+  // "A late successor": the designated successor A is woken but held off the
+  // cores; a thread N that then has to queue wakes the next queued thread B
+  // as well (B is not designated: it finds no permit and queues again).
+  // Without that, B would sleep until A ran, however long that took.
+  HeldBackLot::Control control;
+  BasicQueuedSynchronizer<HeldBackLot> s(0, Fairness::kUnfair, SpinPolicy::park_only(), std::in_place,
+                                         &control);
+  std::atomic<int> done{0};
+  auto waiter = [&] {
+    s.acquire(1);
+    done.fetch_add(1);
+  };
+  std::jthread a(waiter);
+  ASSERT_TRUE(eventually([&] { return s.queue_length() == 1; }));
+  std::jthread b(waiter);
+  ASSERT_TRUE(eventually([&] { return s.queue_length() == 2; }));
+  s.release(1);  // wakes A, which the lot holds back
+  ASSERT_TRUE(eventually([&] { return control.holding.load(); }));
+  ASSERT_TRUE(s.try_acquire(1));  // barge: N will find no permit
+  std::this_thread::sleep_for(5ms);  // A is now late (> 50 us)
+  EXPECT_EQ(s.stats().wakes, 1);
+  std::jthread n(waiter);
+  EXPECT_TRUE(eventually([&] { return s.stats().wakes == 2; })) << "wakes: " << s.stats().wakes;
+  EXPECT_TRUE(control.holding.load()) << "the hold ended first: the test proves nothing";
+  EXPECT_EQ(done.load(), 0);
+  s.release(3);  // A, when it runs, takes one and passes the rest on
+  await_or_abort(done, 3, "AThreadAboutToQueueWakesOneMoreBesideALateSuccessor");
+  EXPECT_EQ(s.available(), 0);
+  EXPECT_EQ(s.queue_length(), 0);
+}
+
 TEST(QueuedSynchronizerTest, TryReleaseRefusesOverflowAndChangesNothing) {
   QueuedSynchronizer s(5);
   EXPECT_FALSE(s.try_release(3, 7));
@@ -188,4 +248,8 @@ TEST(QueuedSynchronizerTest, TryReleaseRefusesOverflowAndChangesNothing) {
 }
 
 }  // namespace
+
+// The synchronizer's slow paths over the test's lot.
+template class BasicQueuedSynchronizer<HeldBackLot>;
+
 }  // namespace locklab
