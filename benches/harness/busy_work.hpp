@@ -99,6 +99,9 @@ class BusyWork {
   // the time less the call's fixed cost, at the calibrated speed; 0 when the
   // fixed cost alone is as long.
   static std::uint64_t iterations_for(std::int64_t ns) noexcept {
+    // No section, no work: a fixed cost measured below 0 (noise on a loaded
+    // machine; it is clamped, not rejected) must not turn 0 ns into work.
+    if (ns <= 0) return 0;
     const double n = (static_cast<double>(ns) - counted_fixed_ns_) * iterations_per_ns_;
     return n > 0 ? static_cast<std::uint64_t>(n + 0.5) : 0;
   }
