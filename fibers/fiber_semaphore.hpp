@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -52,7 +53,8 @@ template <WaitingPolicy Policy = ParkFiber>
 class FiberSemaphore {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr std::int64_t kMaxPermits = BasicQueuedSynchronizer<Policy>::kMaxPermits;
+  // Java's limit (Integer.MAX_VALUE); the synchronizer's own is far higher.
+  static constexpr std::int64_t kMaxPermits = std::numeric_limits<std::int32_t>::max();
 
   // `permits` free permits to start with (<= kMaxPermits, else throws
   // std::invalid_argument); `name` (static storage) appears in pinning

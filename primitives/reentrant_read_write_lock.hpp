@@ -113,7 +113,7 @@
 //
 // How it works, and why on the QueuedSynchronizer
 // -----------------------------------------------
-// The lock is a QueuedSynchronizer with kAllPermits (INT32_MAX) permits: a
+// The lock is a QueuedSynchronizer with kAllPermits (2^59 - 1) permits: a
 // reading thread takes 1, the writer takes all of them. So the
 // synchronizer's shared mode already is a read-write lock: "readers share"
 // is permits >= 1, "a writer excludes everyone" is permits == all, and the
@@ -137,7 +137,7 @@
 // would re-write all of that, and its lost-wake-up argument, for one more
 // state machine; extending the synchronizer with a separate shared mode
 // (AQS's acquireShared) would add a second protocol to its word. The price
-// of the reuse: a reading thread is one permit, so at most INT32_MAX
+// of the reuse: a reading thread is one permit, so at most 2^59 - 1
 // threads read at once (Java's limit is 65,535), and a reader's acquire is
 // a read-modify-write of the same line every reader touches (the contended
 // reader count every non-distributed read-write lock has; see the benches).

@@ -78,7 +78,9 @@ TEST_P(SemaphoreModes, InvalidArgumentsThrowAndChangeNothing) {
 }
 
 TEST_P(SemaphoreModes, OverflowingReleaseWithWaitersQueuedThrowsAndChangesNothing) {
-  // The slow (queued) release path has its own overflow check.
+  // With a thread queued for every permit: the overshooting add is taken
+  // back, and the waiter (which the take-back may wake) finds too few
+  // permits and waits on.
   Semaphore s(Semaphore::kMaxPermits - 1, GetParam());
   std::atomic<bool> got{false};
   std::jthread waiter([&] {
@@ -94,6 +96,56 @@ TEST_P(SemaphoreModes, OverflowingReleaseWithWaitersQueuedThrowsAndChangesNothin
   waiter.join();
   EXPECT_TRUE(got.load());
   EXPECT_EQ(s.available_permits(), 0);
+}
+
+TEST_P(SemaphoreModes, NoThreadCanTakeTheExcessOfARefusedRelease) {
+  // release() adds first and takes an overshooting add back (see its
+  // contract). Here one thread keeps releasing 10 permits too many while
+  // another keeps asking for one permit more than exist, which it could
+  // get only from such an add before it is taken back, and a third takes
+  // and gives back one permit, whose valid release must never be refused.
+  // Bounded: 200,000 rounds each, or 2 s.
+  constexpr std::ptrdiff_t kReal = Semaphore::kMaxPermits - 3;
+  Semaphore s(kReal, GetParam());
+  const auto stop_at = Clock::now() + 2s;
+  std::atomic<bool> stop{false};
+  std::atomic<long> attempts{0}, refused{0}, excess_taken{0}, valid_refused{0};
+  std::vector<std::jthread> threads;
+  threads.emplace_back([&] {
+    for (int i = 0; i < 200'000 && !stop.load(std::memory_order_relaxed); ++i) {
+      attempts.fetch_add(1, std::memory_order_relaxed);
+      try {
+        s.release(10);
+      } catch (const std::invalid_argument&) {
+        refused.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  threads.emplace_back([&] {
+    for (int i = 0; i < 200'000 && !stop.load(std::memory_order_relaxed); ++i) {
+      if (s.try_acquire(kReal + 1)) {
+        excess_taken.fetch_add(1, std::memory_order_relaxed);
+        s.release(kReal + 1);
+      }
+    }
+  });
+  threads.emplace_back([&] {
+    for (int i = 0; i < 200'000 && !stop.load(std::memory_order_relaxed); ++i) {
+      s.acquire(1);
+      try {
+        s.release(1);
+      } catch (const std::invalid_argument&) {
+        valid_refused.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (i % 1024 == 0 && Clock::now() > stop_at) stop = true;
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_GT(refused.load(), 0);
+  EXPECT_EQ(refused.load(), attempts.load());
+  EXPECT_EQ(excess_taken.load(), 0) << "a thread took permits that a refused release had added for an instant";
+  EXPECT_EQ(valid_refused.load(), 0) << "a valid release was refused while another one overshot";
+  EXPECT_EQ(s.available_permits(), kReal);
 }
 
 TEST_P(SemaphoreModes, ReleaseFromAnotherThreadWakesTheAcquirer) {
