@@ -78,13 +78,13 @@
 // What it costs
 // -------------
 // Uncontended acquire(1): one fetch_sub on the synchronizer's word; other
-// acquires, and every release (its overflow check is exact): one load and
-// one compare-exchange; no system call, no statistics. A contended acquire
-// parks in the ParkingLot and, woken, spins its adaptive SpinPolicy budget
-// (like AdaptiveMutex; fair mode spins while nobody is queued first); a
-// release wakes at most one
-// thread, and only when no woken thread is already coming (the thundering
-// herd of the ticket-sale case study is avoided by construction). Memory:
+// acquires: one load and one compare-exchange; every release: one
+// fetch_add (a refused one, a second to take it back); no system call, no
+// statistics. A contended acquire parks in the ParkingLot and, woken, spins
+// its adaptive SpinPolicy budget (like AdaptiveMutex; fair mode spins while
+// nobody is queued first); a release wakes at most one thread, and only
+// when no woken thread is already coming (the thundering herd of the
+// ticket-sale case study is avoided by construction). Memory:
 // the QueuedSynchronizer (two cache lines and LockStats, ~1.2 KiB).
 #pragma once
 
