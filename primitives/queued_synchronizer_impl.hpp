@@ -282,8 +282,9 @@ bool BasicQueuedSynchronizer<L>::release_slow(std::int64_t n, std::int64_t max_p
 // below 0): subtract it again. While the count was wrapped nobody could
 // take from it, so a thread may have queued or gone to sleep in the
 // successor slot for that reason alone; release_slow(0, ...) then wakes
-// whoever a release would wake. (Relaxed: the subtraction publishes nothing, and as a
-// read-modify-write it continues the release sequences of the word.)
+// whoever a release would wake. Relaxed: the subtraction publishes
+// nothing, and as a read-modify-write it continues the word's release
+// sequences.
 template <Lot L>
 void BasicQueuedSynchronizer<L>::take_back_overshoot(std::int64_t n) noexcept {
   word_.fetch_sub(units(n), std::memory_order_relaxed);

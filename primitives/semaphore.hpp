@@ -162,7 +162,7 @@ class Semaphore {
   // and no thread can take the excess meanwhile, because kMaxPermits is the
   // largest count the synchronizer's word holds and the excess wraps it to
   // a negative count. (A load and a compare-exchange would decide exactly
-  // too, at 69 M acquire/release pairs/s uncontended against 82 M.) The
+  // too, at 69 M acquire/release pairs/s uncontended against 90 M.) The
   // one blind spot, acquires that find no permit giving theirs back at
   // that very instant, matters only within a few permits of 2^59.
   void release(std::ptrdiff_t n = 1) {
