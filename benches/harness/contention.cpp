@@ -23,13 +23,15 @@ double ContentionResult::cpu_per_wall() const noexcept {
   return wall_seconds > 0 ? cpu_seconds / wall_seconds : 0.0;
 }
 
-double ContentionResult::fairness() const noexcept {
-  if (ops_per_waiter.empty()) return 0.0;
-  auto [lo, hi] = std::minmax_element(ops_per_waiter.begin(), ops_per_waiter.end());
-  return *hi == 0 ? 0.0 : static_cast<double>(*lo) / static_cast<double>(*hi);
-}
+double ContentionResult::fairness() const noexcept { return detail::min_over_max(ops_per_waiter); }
 
 namespace detail {
+
+double min_over_max(const std::vector<std::uint64_t>& counts) noexcept {
+  if (counts.empty()) return 0.0;
+  auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+  return *hi == 0 ? 0.0 : static_cast<double>(*lo) / static_cast<double>(*hi);
+}
 
 double process_cpu_seconds() noexcept {
   timespec ts{};

@@ -34,8 +34,27 @@
 // system-wide time per operation), CPU time / wall time (2.0 = both cores
 // busy; spinning shows as CPU burn even when throughput is low), fairness
 // (min / max operations per waiter: 1 is perfectly even, 0 means a waiter
-// starved), and the deltas of family-specific event counts (CAS failures,
-// spins, parks ...) divided by the operation count.
+// starved), steady-state fairness (the same over the run after its first
+// fifth, see below), and the deltas of family-specific event counts (CAS
+// failures, spins, parks ...) divided by the operation count.
+//
+// Fairness over the whole run, and after the warm-up
+// --------------------------------------------------
+// The start signal wakes every waiter at once, but on 2 cores they start
+// running over the next milliseconds, one time slice after another, and the
+// first ones run alone until then. Over the whole run that start is part of
+// the figure: on the reference Intel VM a fair ReentrantLock, which serves
+// its queue in exact FIFO order, read 0.08-0.49 at 16 waiters (with 200 ns
+// sections its first thread took 1,660 acquisitions in 300 ms, 400 of them
+// on the fast path before anyone queued, and the other 15 took 1,256-1,261
+// each). So the harness also counts each waiter's operations from a mark at
+// a fifth of the duration, and reports min / max of those as
+// `fairness_steady`: how evenly the lock serves threads that are all
+// running. The mark costs the loop nothing: each waiter runs the same loop
+// twice, first until a warm-up flag is raised, then until the stop flag
+// (one flag load per operation either way). Both figures are kept:
+// `fairness` includes the start, as every result before this one did, and a
+// lock that lets one thread run alone for a while is unfair there too.
 #pragma once
 
 #include <algorithm>
@@ -89,7 +108,13 @@ struct ContentionResult {
   double fairness() const noexcept;
 };
 
+// The name of fairness over the run after its warm-up (the header says
+// why), an `extra` of every run_contention result.
+inline constexpr const char* kSteadyFairness = "fairness_steady";
+
 namespace detail {
+// min / max of `counts`, in [0, 1]: 0 for an empty list or all zeros.
+double min_over_max(const std::vector<std::uint64_t>& counts) noexcept;
 double process_cpu_seconds() noexcept;
 void validate(const Workload& w);
 EventCounts subtract(const EventCounts& after, const EventCounts& before);
@@ -97,7 +122,8 @@ EventCounts subtract(const EventCounts& after, const EventCounts& before);
 
 // Runs `op(waiter_index)` from w.waiters threads until w.duration has passed,
 // with w.think_ns of busy work after each call. `events`, if given, is read
-// just before the start signal and after all waiters joined.
+// just before the start signal and after all waiters joined. The result's
+// `extra` holds kSteadyFairness.
 // Throws std::invalid_argument for waiters < 1 or a non-positive duration.
 template <class Op>
 ContentionResult run_contention(const Workload& w, Op op, const EventSource& events = {}) {
@@ -107,9 +133,11 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
   result.workload = w;
   result.ops_per_waiter.assign(static_cast<std::size_t>(w.waiters), 0);
   std::vector<Clock::time_point> left_loop(static_cast<std::size_t>(w.waiters));
+  std::vector<std::uint64_t> after_warmup(static_cast<std::size_t>(w.waiters), 0);
 
   std::latch ready(w.waiters);
   std::atomic<bool> go{false};
+  std::atomic<bool> warmup_over{false};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(w.waiters));
@@ -119,14 +147,21 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
       // Park, not spin, until the start: 64 spinning waiters on 2 cores
       // would delay the thread that has to give the signal.
       go.wait(false, std::memory_order_acquire);
-      std::uint64_t n = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
-        op(i);
-        BusyWork::spin_ns(w.think_ns);
-        ++n;
-      }
+      // The same loop twice: until the warm-up mark, then until the end.
+      auto run_until = [&](const std::atomic<bool>& flag) {
+        std::uint64_t n = 0;
+        while (!flag.load(std::memory_order_relaxed)) {
+          op(i);
+          BusyWork::spin_ns(w.think_ns);
+          ++n;
+        }
+        return n;
+      };
+      const std::uint64_t warmup = run_until(warmup_over);
+      const std::uint64_t steady = run_until(stop);
       left_loop[static_cast<std::size_t>(i)] = Clock::now();
-      result.ops_per_waiter[static_cast<std::size_t>(i)] = n;
+      result.ops_per_waiter[static_cast<std::size_t>(i)] = warmup + steady;
+      after_warmup[static_cast<std::size_t>(i)] = steady;
     });
   }
   ready.wait();
@@ -135,6 +170,8 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
   const Clock::time_point start = Clock::now();
   go.store(true, std::memory_order_release);
   go.notify_all();
+  std::this_thread::sleep_until(start + w.duration / 5);
+  warmup_over.store(true, std::memory_order_relaxed);
   std::this_thread::sleep_until(start + w.duration);
   stop.store(true, std::memory_order_relaxed);
   for (auto& t : threads) t.join();
@@ -143,6 +180,7 @@ ContentionResult run_contention(const Workload& w, Op op, const EventSource& eve
   for (auto t : left_loop) last = std::max(last, t);
   result.wall_seconds = std::chrono::duration<double>(last - start).count();
   if (events) result.event_deltas = detail::subtract(events(), before);
+  result.extra.emplace_back(kSteadyFairness, detail::min_over_max(after_warmup));
   return result;
 }
 

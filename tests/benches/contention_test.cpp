@@ -115,6 +115,46 @@ TEST(ContentionHarnessTest, FairnessIsMinOverMax) {
   EXPECT_DOUBLE_EQ(r.fairness(), 1.0);
 }
 
+double extra_named(const ContentionResult& r, const std::string& name) {
+  auto it = std::find_if(r.extra.begin(), r.extra.end(), [&](const auto& e) { return e.first == name; });
+  return it == r.extra.end() ? -1.0 : it->second;
+}
+
+TEST(ContentionHarnessTest, SteadyFairnessLeavesTheWarmupOut) {
+  // Waiter 1 does 5 operations at the start and then blocks until well after
+  // the run's end; waiter 0 works throughout. Over the whole run waiter 1
+  // took part (fairness > 0); after the warm-up mark (a fifth of the run,
+  // 60 ms here; its 5 operations take about 5 ms) it did nothing, so the
+  // steady figure must be exactly 0. Counting the warm-up in would make it
+  // positive.
+  const Workload w{.waiters = 2, .duration = milliseconds(300)};
+  const auto t0 = std::chrono::steady_clock::now();
+  int waiter1_ops = 0;  // only waiter 1 touches it
+  ContentionResult r = run_contention(w, [&](int i) {
+    if (i == 1 && ++waiter1_ops > 5) {
+      std::this_thread::sleep_until(t0 + w.duration + milliseconds(500));
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(1));
+  });
+  ASSERT_EQ(r.ops_per_waiter.size(), 2u);
+  EXPECT_EQ(r.ops_per_waiter[1], 6u) << "5 operations, and the one that blocked past the end";
+  EXPECT_GT(r.fairness(), 0.0);
+  EXPECT_DOUBLE_EQ(extra_named(r, kSteadyFairness), 0.0);
+}
+
+TEST(ContentionHarnessTest, SteadyFairnessIsAFractionAndOneForALoneWaiter) {
+  // Two waiters doing the same 1 ms sleeps: the figure is in (0, 1], and
+  // a lone waiter's is exactly 1 (min = max).
+  ContentionResult one = run_contention({.waiters = 1, .duration = milliseconds(20)}, [](int) {});
+  EXPECT_DOUBLE_EQ(extra_named(one, kSteadyFairness), 1.0);
+  ContentionResult two = run_contention({.waiters = 2, .duration = milliseconds(50)},
+                                        [](int) { std::this_thread::sleep_for(milliseconds(1)); });
+  const double steady = extra_named(two, kSteadyFairness);
+  EXPECT_GT(steady, 0.0);
+  EXPECT_LE(steady, 1.0);
+}
+
 TEST(ContentionHarnessTest, RejectsNonsenseWorkloads) {
   auto run = [](Workload w) { run_contention(w, [](int) {}); };
   EXPECT_THROW(run({.waiters = 0}), std::invalid_argument);

@@ -115,6 +115,7 @@ final class BenchmarkJson {
       counters.put("ns_per_op", r.nsPerOp());
       counters.put("cpu_per_wall", r.cpuPerWall());
       counters.put("fairness", r.fairness());
+      counters.put("fairness_steady", r.fairnessSteady());
       counters.put("waiters", (double) r.workload().waiters());
       counters.put("cs_ns", (double) x.point().family().csNs());
       counters.put("think_ns", 0.0);

@@ -19,8 +19,13 @@
 //   a plain load, as in C++. The counts travel back through Thread.join, a
 //   happens-before edge like std::thread::join.
 // - Reported: operations / wall second, wall ns per operation, process CPU /
-//   wall, and fairness = min / max operations per waiter. Wall time runs from
-//   the start signal to the moment the last waiter left its loop.
+//   wall, fairness = min / max operations per waiter, and fairness_steady,
+//   the same over the run after its first fifth. Wall time runs from the
+//   start signal to the moment the last waiter left its loop.
+// - The warm-up mark (contention.hpp, "Fairness over the whole run, and after
+//   the warm-up", says why): each waiter runs its subject's loop twice, first
+//   until a warm-up flag is raised at a fifth of the duration, then until the
+//   stop flag, so the loops themselves are unchanged.
 //
 // What differs, and why it is still the same axis
 // -----------------------------------------------
@@ -69,7 +74,10 @@ final class Harness {
    * drives. Each implementation writes its own loop; see the header for why.
    */
   interface Subject {
-    /** Called by each waiter thread: runs the operation until {@code stop} is set, returns how many it did. */
+    /**
+     * Called by each waiter thread, twice (until the warm-up flag, then until the stop flag): runs the
+     * operation until {@code stop} is set, returns how many it did this call. Counts and events add up.
+     */
     long runUntil(StopFlag stop);
 
     /** Cumulative family events after the run (e.g. "cas_failures"), reported per operation. */
@@ -124,8 +132,8 @@ final class Harness {
   }
 
   /** What one run measured; the derived figures are the JSON counters of suite.hpp. */
-  record Result(Workload workload, long[] opsPerWaiter, double wallSeconds, double cpuSeconds,
-                Map<String, Long> events, Map<String, Double> extra) {
+  record Result(Workload workload, long[] opsPerWaiter, long[] opsAfterWarmup, double wallSeconds,
+                double cpuSeconds, Map<String, Long> events, Map<String, Double> extra) {
     long totalOps() {
       return Arrays.stream(opsPerWaiter).sum();
     }
@@ -145,8 +153,17 @@ final class Harness {
 
     /** min / max operations per waiter, in [0, 1]; 1 for a single waiter. */
     double fairness() {
-      long max = Arrays.stream(opsPerWaiter).max().orElse(0);
-      return max == 0 ? 0 : (double) Arrays.stream(opsPerWaiter).min().orElse(0) / max;
+      return minOverMax(opsPerWaiter);
+    }
+
+    /** fairness() over the operations after the warm-up mark. */
+    double fairnessSteady() {
+      return minOverMax(opsAfterWarmup);
+    }
+
+    private static double minOverMax(long[] counts) {
+      long max = Arrays.stream(counts).max().orElse(0);
+      return max == 0 ? 0 : (double) Arrays.stream(counts).min().orElse(0) / max;
     }
   }
 
@@ -160,9 +177,11 @@ final class Harness {
   static Result run(Workload w, Subject subject) throws InterruptedException {
     int n = w.waiters();
     long[] ops = new long[n];
+    long[] afterWarmup = new long[n];
     long[] leftLoop = new long[n];
     CountDownLatch ready = new CountDownLatch(n);
     CountDownLatch go = new CountDownLatch(1);
+    StopFlag warmupOver = new StopFlag();
     StopFlag stop = new StopFlag();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     Thread[] threads = new Thread[n];
@@ -172,7 +191,9 @@ final class Harness {
         ready.countDown();
         try {
           go.await();
-          ops[index] = subject.runUntil(stop);
+          long warmup = subject.runUntil(warmupOver);
+          afterWarmup[index] = subject.runUntil(stop);
+          ops[index] = warmup + afterWarmup[index];
         } catch (Throwable t) {
           failure.compareAndSet(null, t);
         }
@@ -184,8 +205,9 @@ final class Harness {
     long cpuStart = OS.getProcessCpuTime();
     long start = System.nanoTime();
     go.countDown();
-    long deadline = start + w.durationMs() * 1_000_000;
-    for (long left; (left = deadline - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
+    sleepUntil(start + w.durationMs() * 1_000_000 / 5);
+    warmupOver.set();
+    sleepUntil(start + w.durationMs() * 1_000_000);
     stop.set();
     for (Thread t : threads) t.join();
     long cpuEnd = OS.getProcessCpuTime();
@@ -194,6 +216,10 @@ final class Harness {
     double wall = (last - start) * 1e-9;
     long total = Arrays.stream(ops).sum();
     subject.verify(total);
-    return new Result(w, ops, wall, (cpuEnd - cpuStart) * 1e-9, subject.events(), subject.counters(wall));
+    return new Result(w, ops, afterWarmup, wall, (cpuEnd - cpuStart) * 1e-9, subject.events(), subject.counters(wall));
+  }
+
+  private static void sleepUntil(long nanoTime) {
+    for (long left; (left = nanoTime - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
   }
 }

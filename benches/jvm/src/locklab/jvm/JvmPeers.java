@@ -273,8 +273,8 @@ public final class JvmPeers {
   private static String consoleLine(Outcome x) {
     if (x.error() != null) return String.format(Locale.ROOT, "%-48s FAILED: %s", x.point().name(), x.error());
     Harness.Result r = x.result();
-    return String.format(Locale.ROOT, "%-48s %10.2f M/s  %8.2f ns/op  cpu/wall %.2f  fairness %.2f%s",
-        x.point().name(), r.opsPerSecond() / 1e6, r.nsPerOp(), r.cpuPerWall(), r.fairness(),
+    return String.format(Locale.ROOT, "%-48s %10.2f M/s  %8.2f ns/op  cpu/wall %.2f  fairness %.2f (steady %.2f)%s",
+        x.point().name(), r.opsPerSecond() / 1e6, r.nsPerOp(), r.cpuPerWall(), r.fairness(), r.fairnessSteady(),
         x.jitMs() > 0 ? "  (JIT compiled for " + x.jitMs() + " ms during the point)" : "");
   }
 }

@@ -147,6 +147,7 @@ final class SelfTest {
       requireNumber(e, "ns_per_op", Double.MIN_VALUE, Double.MAX_VALUE, at, problems);
       requireNumber(e, "cpu_per_wall", 0, Double.MAX_VALUE, at, problems);
       requireNumber(e, "fairness", 0, 1, at, problems);
+      requireNumber(e, "fairness_steady", 0, 1, at, problems);
       requireNumber(e, "think_ns", 0, 0, at, problems);
       for (String key : List.of("family_index", "repetitions", "repetition_index", "threads", "iterations")) {
         requireNumber(e, key, 0, Double.MAX_VALUE, at, problems);
