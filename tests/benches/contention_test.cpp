@@ -124,15 +124,16 @@ TEST(ContentionHarnessTest, SteadyFairnessLeavesTheWarmupOut) {
   // Waiter 1 does 5 operations at the start and then blocks until well after
   // the run's end; waiter 0 works throughout. Over the whole run waiter 1
   // took part (fairness > 0); after the warm-up mark (a fifth of the run,
-  // 60 ms here; its 5 operations take about 5 ms) it did nothing, so the
+  // 100 ms here; its 5 operations take about 5 ms) it did nothing, so the
   // steady figure must be exactly 0. Counting the warm-up in would make it
-  // positive.
-  const Workload w{.waiters = 2, .duration = milliseconds(300)};
+  // positive. The margins (95 ms before the mark, 1 s after the end) are
+  // wide so that a loaded machine cannot break the setup.
+  const Workload w{.waiters = 2, .duration = milliseconds(500)};
   const auto t0 = std::chrono::steady_clock::now();
   int waiter1_ops = 0;  // only waiter 1 touches it
   ContentionResult r = run_contention(w, [&](int i) {
     if (i == 1 && ++waiter1_ops > 5) {
-      std::this_thread::sleep_until(t0 + w.duration + milliseconds(500));
+      std::this_thread::sleep_until(t0 + w.duration + milliseconds(1000));
       return;
     }
     std::this_thread::sleep_for(milliseconds(1));
@@ -146,9 +147,9 @@ TEST(ContentionHarnessTest, SteadyFairnessLeavesTheWarmupOut) {
 TEST(ContentionHarnessTest, SteadyFairnessIsAFractionAndOneForALoneWaiter) {
   // Two waiters doing the same 1 ms sleeps: the figure is in (0, 1], and
   // a lone waiter's is exactly 1 (min = max).
-  ContentionResult one = run_contention({.waiters = 1, .duration = milliseconds(20)}, [](int) {});
+  ContentionResult one = run_contention({.waiters = 1, .duration = milliseconds(200)}, [](int) {});
   EXPECT_DOUBLE_EQ(extra_named(one, kSteadyFairness), 1.0);
-  ContentionResult two = run_contention({.waiters = 2, .duration = milliseconds(50)},
+  ContentionResult two = run_contention({.waiters = 2, .duration = milliseconds(200)},
                                         [](int) { std::this_thread::sleep_for(milliseconds(1)); });
   const double steady = extra_named(two, kSteadyFairness);
   EXPECT_GT(steady, 0.0);
