@@ -29,12 +29,41 @@ TEST(LatencySamplerTest, DecimationKeepsEveryKthOperationAndBoundsMemory) {
   const LatencySampler s = sample_indices(ops);
   EXPECT_LE(s.samples().size(), LatencySampler::kCapacity);
   EXPECT_GE(s.samples().size(), LatencySampler::kCapacity / 2);
-  // The kept samples are exactly the indices 0, K, 2K, ...: an even spread.
+  // The kept samples are exactly the indices K-1, 2K-1, ...: an even spread.
   for (std::size_t j = 0; j < s.samples().size(); ++j) {
-    ASSERT_EQ(s.samples()[j], static_cast<std::int64_t>(j * s.stride())) << "sample " << j;
+    ASSERT_EQ(s.samples()[j], static_cast<std::int64_t>((j + 1) * s.stride() - 1)) << "sample " << j;
   }
   // ... covering the whole run, not only its start.
   EXPECT_GT(static_cast<std::uint64_t>(s.samples().back()) + s.stride(), ops - 1 - s.stride());
+}
+
+TEST(LatencyDistributionTest, TheFirstOperationWeighsOne) {
+  // 16 waiters whose first operation waited 5 ms (a run's start) and whose
+  // 1,000,000 others took 1 us: 16 slow operations in 16,000,016. Kept at
+  // every stride (the sampler's old phase), each first one weighed K = 512
+  // and the slow share read 5e-4 instead of 1e-6.
+  std::vector<LatencySampler> waiters(16);
+  for (auto& w : waiters) {
+    if (w.due()) w.record(5'000'000);
+    for (int i = 0; i < 1'000'000; ++i) {
+      if (w.due()) w.record(1'000);
+    }
+  }
+  const LatencyDistribution d(waiters);
+  EXPECT_LE(d.fraction_above_ns(1'000'000), 2.0 / 1'000'000);
+  EXPECT_EQ(d.percentile_ns(0.9995), 1'000);
+}
+
+TEST(LatencyDistributionTest, FractionAboveCountsTheSlowOperationsShare) {
+  // 1,000 operations, 10 of them at 5 ms: every one is timed (K = 1).
+  std::vector<LatencySampler> one(1);
+  for (int i = 0; i < 1'000; ++i) {
+    if (one[0].due()) one[0].record(i % 100 == 99 ? 5'000'000 : 1'000);
+  }
+  const LatencyDistribution d(one);
+  EXPECT_DOUBLE_EQ(d.fraction_above_ns(1'000'000), 0.01);
+  EXPECT_DOUBLE_EQ(d.fraction_above_ns(10'000'000), 0.0);
+  EXPECT_DOUBLE_EQ(LatencyDistribution(std::vector<LatencySampler>(2)).fraction_above_ns(0), 0.0);
 }
 
 TEST(LatencyDistributionTest, PercentilesOfAUniformRun) {
