@@ -13,7 +13,7 @@
 namespace locklab::bench {
 
 // The per-acquire counters of a lock with LockStats (contended_acquires,
-// spins, parks, wakes, handoffs); none for a lock without stats().
+// spins, parks, wakes, handoffs, dozes); none for a lock without stats().
 template <class L>
 EventSource lock_events(const L& lock) {
   if constexpr (requires { lock.stats(); }) {
@@ -23,7 +23,8 @@ EventSource lock_events(const L& lock) {
                          {"spins", static_cast<double>(s.spins)},
                          {"parks", static_cast<double>(s.parks)},
                          {"wakes", static_cast<double>(s.wakes)},
-                         {"handoffs", static_cast<double>(s.handoffs)}};
+                         {"handoffs", static_cast<double>(s.handoffs)},
+                         {"dozes", static_cast<double>(s.dozes)}};
     };
   } else {
     return {};

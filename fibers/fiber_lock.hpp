@@ -7,7 +7,7 @@
 // (primitives/queued_synchronizer.hpp) with one permit, unfair, the one
 // under AdaptiveMutex and ReentrantLock. A word with the permit and exact
 // "somebody is queued" / "a woken successor exists" bits, arrivals that
-// barge, at most one woken waiter at a time, and the 1 ms starvation
+// barge, at most one woken waiter at a time, and the 2 ms starvation
 // hand-off to the head. Only two things differ:
 // - the waiting policy supplies the lot the waiters sleep in (a fiber queue
 //   of the lock's own, or the process-wide ParkingLot that blocks the OS
@@ -40,7 +40,7 @@
 // - Not reentrant, no owner check: unlocking a lock you do not hold breaks
 //   it, as with std::mutex.
 // - Unfair with a bound: a queued waiter may be overtaken by running
-//   fibers, but once woken, newcomers stop barging after 1 ms (the
+//   fibers, but once woken, newcomers stop barging after 2 ms (the
 //   synchronizer's starvation mode).
 // - Destroy it only when no fiber or thread is inside lock() or unlock()
 //   (e.g. after CarrierPool::join): unlock() touches the lot after
@@ -95,7 +95,7 @@ class FiberLock {
   }
 
   // Takes the lock if it is free right now (and nobody woken has waited
-  // 1 ms for it); never waits.
+  // 2 ms for it); never waits.
   bool try_lock() noexcept {
     if (!sync_.try_acquire(1)) return false;
     sync_.lot().on_acquired();

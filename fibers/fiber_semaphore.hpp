@@ -26,7 +26,7 @@
 // Guarantees: never more than `permits` holders at once (permits are taken
 // only by a compare-exchange that keeps the count >= 0); no lost wake-ups;
 // a waiter that times out hands a wake-up it may have absorbed on. Unfair,
-// with the synchronizer's 1 ms starvation bound for a woken waiter.
+// with the synchronizer's 2 ms starvation bound for a woken waiter.
 // Bad input: permits or a release that would make the count exceed
 // kMaxPermits (2^31 - 1, Java's limit) throws std::invalid_argument and
 // changes nothing.

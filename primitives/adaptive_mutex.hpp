@@ -36,8 +36,11 @@
 // - Fairness: barging. A running thread may take the lock ahead of queued
 //   ones (that keeps the lock busy while a woken thread is being
 //   scheduled); queued threads are served in FIFO order, and the woken head
-//   keeps its place. Bound: once the head has been awake for 1 ms without
+//   keeps its place. Bound: once the head has been awake for 2 ms without
 //   getting the lock, newcomers stop barging until it has (starvation mode).
+//   Until then the woken head is polite: it leaves the lock to a running
+//   thread that keeps re-taking it, so that turns last (queued_synchronizer.hpp,
+//   "A polite successor").
 //
 // What is invalid
 // ---------------
@@ -49,7 +52,7 @@
 //
 // Cost: one fetch_sub per uncontended lock() and one fetch_add per
 // unlock(). 8 bytes of state on a cache line of its own, plus the spin
-// budget and LockStats (~1 KiB) off that line.
+// budget and LockStats (~1.5 KiB) off that line.
 #pragma once
 
 #include <cassert>

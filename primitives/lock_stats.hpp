@@ -1,12 +1,13 @@
 // lock_stats.hpp — the optional statistics every lock in this folder keeps:
 // how often an acquire had to wait, how long it spun, how often it parked
-// (slept in the kernel) and how often a release woke a sleeper.
+// (slept in the kernel), how often a release woke a sleeper, and how often
+// a waiter slept on a timer of its own (a doze) instead.
 //
 // Cheap by construction: only slow paths record anything (an uncontended
 // acquire or release never touches these counters), spins are counted in a
 // local variable and recorded once per slow acquire, and the counters are
 // StripedCounters, so recording never adds a contended cache line of its own.
-// Memory: four StripedCounters, ~1 KiB per lock until contended.
+// Memory: six StripedCounters, ~1.5 KiB per lock until contended.
 //
 // Benchmarks divide the deltas by the harness's operation count to report
 // spins_per_acquire, parks_per_acquire, ... (see benches/harness/suite.hpp).
@@ -25,6 +26,9 @@ struct LockStatsSnapshot {
   std::int64_t wakes = 0;               // wake-up calls made by releases
   std::int64_t handoffs = 0;            // releases that passed the lock directly
                                         // to a parked waiter (never unlocked it)
+  std::int64_t dozes = 0;               // timed sleeps a waiter took and ended
+                                        // itself, no release waking it (not in
+                                        // parks: every park ends in a wake)
 };
 
 class LockStats {
@@ -36,9 +40,10 @@ class LockStats {
   void record_park() noexcept { parks_.increment(); }
   void record_wake() noexcept { wakes_.increment(); }
   void record_handoff() noexcept { handoffs_.increment(); }
+  void record_doze() noexcept { dozes_.increment(); }
 
   LockStatsSnapshot snapshot() const noexcept {
-    return {contended_acquires_.sum(), spins_.sum(), parks_.sum(), wakes_.sum(), handoffs_.sum()};
+    return {contended_acquires_.sum(), spins_.sum(), parks_.sum(), wakes_.sum(), handoffs_.sum(), dozes_.sum()};
   }
 
  private:
@@ -47,6 +52,7 @@ class LockStats {
   StripedCounter parks_;
   StripedCounter wakes_;
   StripedCounter handoffs_;
+  StripedCounter dozes_;
 };
 
 }  // namespace locklab

@@ -30,7 +30,7 @@
 //                                            // barge past sleeping waiters
 //   Unfair is faster under contention (the lock never waits for a sleeping
 //   thread to be scheduled); the woken head of the queue keeps its place,
-//   and after 1 ms awake without the lock it stops the barging until it has
+//   and after 2 ms awake without the lock it stops the barging until it has
 //   it. Fair gives every waiter a stronger bound (it is overtaken by
 //   nobody) and pays about one wake-up per contended acquisition on a
 //   machine with fewer cores than waiters (it wakes the next waiter while

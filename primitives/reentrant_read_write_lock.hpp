@@ -75,8 +75,8 @@
 //              one release plus the writer's wake-up plus the longest read
 //              section already inside, not zero (tested: a writer gets in
 //              under a continuous read stream). A reader at the head
-//              stops the barging only after 1 ms awake (the
-//              synchronizer's kFairInterval): it waits for a writer's
+//              stops the barging only after 2 ms awake (the
+//              synchronizer's kStarvationInterval): it waits for a writer's
 //              section only.
 //   This is Java's policy (apparentlyFirstQueuedIsExclusive: an unfair
 //   reader that is not re-entering waits while a writer is first in the
@@ -121,7 +121,7 @@
 //   - "a large request at the head blocks smaller ones behind it" is
 //     exactly "readers queued behind a writer wait for it";
 //   - unfair mode's starvation flag (a woken writer at once, any other
-//     head after 1 ms awake, stops the barging) is the bound on writer
+//     head after 2 ms awake, stops the barging) is the bound on writer
 //     starvation;
 //   - a release of all permits serves every reader queued behind (the
 //     designated successor hands the designation on while permits remain,
@@ -517,6 +517,7 @@ class ReentrantReadWriteLock {
     s.parks += g.parks;
     s.wakes += g.wakes;
     s.handoffs += g.handoffs;
+    s.dozes += g.dozes;
     return s;
   }
 

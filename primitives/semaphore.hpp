@@ -43,7 +43,7 @@
 //             under contention (the permits never sit idle waiting for a
 //             sleeping thread to be scheduled, Java's reason for making
 //             unfair the default). The queue itself is served in order and
-//             the woken head keeps its place; after it has been awake 1 ms
+//             the woken head keeps its place; after it has been awake 2 ms
 //             without its permits, newcomers stop barging until it has them.
 //             As in Java, a large request at the head also blocks smaller
 //             queued ones (but not barging newcomers).

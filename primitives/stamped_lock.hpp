@@ -37,7 +37,7 @@
 // - Not reentrant, no owner (as in Java): a thread that write_lock()s twice
 //   waits for itself forever; any thread may unlock with a stamp it was
 //   handed. Fairness is the synchronizer's (kUnfair by default: a queued
-//   writer is overtaken by readers for at most 1 ms once it heads the
+//   writer is overtaken by readers for at most 2 ms once it heads the
 //   queue; kFair: a queued writer stops new readers at once).
 // - A wrong stamp is refused: unlock_write(s) unless s is the write stamp
 //   now held, unlock_read(s) unless s is a read stamp of the current

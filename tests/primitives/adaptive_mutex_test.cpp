@@ -124,7 +124,7 @@ TEST(AdaptiveMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
   // One thread re-takes the lock in a tight loop (it always runs, so it
   // would win every race against a sleeper that must first be scheduled);
   // another calls lock(). Starvation mode (newcomers stop barging once the
-  // woken head has waited 1 ms) must get the queued thread in. A liveness check with a
+  // woken head has waited 2 ms) must get the queued thread in. A liveness check with a
   // generous bound, not a speed assertion.
   AdaptiveMutex lock;
   std::atomic<bool> stop{false};
@@ -147,6 +147,125 @@ TEST(AdaptiveMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
   waiter.join();
   barger.join();
   EXPECT_TRUE(got_it) << "20 acquisitions against a running barger did not finish within 20 s";
+}
+
+// The woken head is polite (queued_synchronizer.hpp, "A polite
+// successor"): behind a thread that keeps re-taking the lock it dozes, on
+// a timer of its own, instead of sleeping where the barger's next release
+// would wake it. Dozes are counted apart from parks, so every park still
+// ends in exactly one wake.
+TEST(AdaptiveMutexTest, APoliteSuccessorDozesBehindARunningBarger) {
+  AdaptiveMutex lock;
+  std::atomic<bool> stop{false};
+  // The barger holds the lock ~2 us a time, so that a poll finds it held
+  // (with empty sections it is free most of the time, and a poll that
+  // finds it free for the grace takes it).
+  std::jthread barger([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::lock_guard g(lock);
+      const auto until = std::chrono::steady_clock::now() + 2us;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+  });
+  std::this_thread::sleep_for(2ms);
+  // The waiter leaves between acquisitions, so that each one starts as a
+  // newcomer, queues, and is woken by a release of the barger's.
+  std::jthread waiter([&] {
+    for (int i = 0; i < 50; ++i) {
+      { std::lock_guard g(lock); }
+      std::this_thread::sleep_for(200us);
+    }
+  });
+  waiter.join();
+  stop = true;
+  barger.join();
+  const LockStatsSnapshot s = lock.stats();
+  EXPECT_GT(s.dozes, 0) << s.contended_acquires << " contended acquires, " << s.parks << " parks, " << s.wakes
+                        << " wakes";
+  EXPECT_EQ(s.wakes, s.parks);
+}
+
+// A doze is timed, so a barger that leaves while the successor dozes (its
+// releases announced to nobody) cannot strand it: the successor's own
+// timer brings it back to a free lock. An untimed doze would hang here.
+TEST(AdaptiveMutexTest, ADozingSuccessorTakesTheLockAfterTheBargerLeaves) {
+  // Rounds until the barger has twice left while the waiter dozed (the
+  // waiter may also win its lock before that; each round is a few ms).
+  int left_a_dozer = 0;  // rounds in which the barger left while the waiter dozed
+  for (int round = 0; round < 100 && left_a_dozer < 2; ++round) {
+    AdaptiveMutex lock;
+    std::atomic<bool> stop{false};
+    std::atomic<bool> got_it{false};
+    std::jthread barger([&] {  // holds ~2 us a time: see the test above
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::lock_guard g(lock);
+        const auto until = std::chrono::steady_clock::now() + 2us;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    });
+    std::this_thread::sleep_for(1ms);
+    std::jthread waiter([&] {
+      std::lock_guard g(lock);
+      got_it = true;
+    });
+    // Leave once the waiter has dozed at least once (or has the lock).
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (lock.stats().dozes == 0 && !got_it && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    stop = true;
+    barger.join();
+    if (!got_it && lock.stats().dozes > 0) ++left_a_dozer;
+    while (!got_it && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    if (!got_it) {
+      std::fprintf(stderr, "round %d: the waiter did not get a free lock within 20 s\n", round);
+      std::abort();  // a thread stuck in lock() cannot be joined
+    }
+    waiter.join();
+  }
+  EXPECT_GT(left_a_dozer, 0) << "no round left the lock while the waiter dozed: nothing was tested";
+}
+
+// Timed waiters that give up from a doze leave no flag behind: beside a
+// running barger, timed tries with short deadlines and an untimed locker
+// must all finish (a hang is the failure, as in the test below).
+TEST(AdaptiveMutexTest, TimedTriesBehindABargerLeaveTheLockUsable) {
+  AdaptiveMutex lock;
+  std::atomic<bool> stop{false};
+  std::jthread barger([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::lock_guard g(lock);
+    }
+  });
+  std::vector<std::jthread> timed;
+  for (int t = 0; t < 2; ++t) {
+    timed.emplace_back([&, t] {
+      std::minstd_rand rng(static_cast<unsigned>(t) + 7);
+      for (int i = 0; i < 100; ++i) {
+        if (lock.try_lock_for(std::chrono::microseconds(50 + rng() % 1000))) lock.unlock();
+      }
+    });
+  }
+  std::atomic<bool> untimed_done{false};
+  std::jthread untimed([&] {
+    for (int i = 0; i < 50; ++i) {
+      std::lock_guard g(lock);
+    }
+    untimed_done = true;
+  });
+  for (auto& t : timed) t.join();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!untimed_done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  stop = true;
+  barger.join();
+  if (!untimed_done) {
+    std::fprintf(stderr, "untimed locker stuck behind timed tries that gave up\n");
+    std::abort();  // a thread stuck in lock() cannot be joined
+  }
+  untimed.join();
+  EXPECT_FALSE(lock.is_locked());
 }
 
 TEST(AdaptiveMutexTest, TimedOutWaitersLeaveTheLockUsable) {

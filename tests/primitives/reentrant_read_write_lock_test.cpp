@@ -153,7 +153,7 @@ TEST(ReentrantReadWriteLockFairPhases, ReadersWaitingForAWriterThatGivesUpGetIn)
 }
 
 TEST(ReentrantReadWriteLockStarvation, UnfairWriterGetsInUnderAContinuousReadStream) {
-  // The documented bound is the starvation mode's (1 ms awake at the head,
+  // The documented bound is the starvation mode's (2 ms awake at the head,
   // then new readers wait); asserted here only as "gets in while the
   // stream runs" (no speed assertion). Readers that overtook it are
   // reported, not bounded.
