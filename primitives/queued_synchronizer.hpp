@@ -141,14 +141,16 @@
 // A turn behind a barger thus ends at the starvation hand-off, in queue
 // order, after kStarvationInterval: 2 ms, not the 1 ms of Go's starvation
 // mode and WebKit's fair unlock, because a 1 ms turn holds only ~900
-// acquisitions with 1 us sections (measured: p99.9 at 128 waiters 34-45 ms
-// with 1 ms, 0-5 us with 2 ms). The price: a barger that leaves while the
-// successor dozes leaves the lock free for up to kMaxDoze, with the
+// acquisitions with 1 us sections (with 1 ms, a trial of an earlier form
+// of this design still read a p99.9 of 34-45 ms at 128 waiters; with 2 ms
+// the reference run reads 0-5 us). The price: a barger that leaves while
+// the successor dozes leaves the lock free for up to kMaxDoze, with the
 // successor asleep (a running thread still takes it at once). What it
 // bought on the reference VM is in the reference results' README; at 2
-// waiters with 200 ns sections, for one, the two threads stop trading the
-// lock at every wake-up (3.7 to 4.3 M acquires/s, cpu_per_wall 1.21 to
-// 1.10). Fair mode has no barger to be polite to.
+// waiters, for one, the two threads no longer trade the lock at every
+// wake-up: 54 to 76 M acquires/s with empty sections, 3.6 to 4.3 with
+// 200 ns ones, cpu_per_wall 1.24-1.28 to 1.08-1.10. Fair mode has no
+// barger to be polite to.
 //
 // Guarantees
 // ----------

@@ -38,15 +38,17 @@ inline constexpr std::intptr_t kExtraWakeToken = 1;
 // locks suite's loop: a count, a flag load, every K-th acquire a clock
 // read; tens of ns), shorter than the think time at which two threads
 // gain from trading the lock (the suite's shortest, 200 ns at 2 waiters).
-// Measured on the reference Intel VM, 60 / 150 / 400 ns at 2 waiters with
-// empty sections: 52.8 / 51.4 / 46.1 M acquires/s (AdaptiveMutex), the
-// longer grace letting the two threads poll the line longer; the p99.9 at
-// 128 waiters with 1 us sections met 2 ms at 150 and 400, not always at 60.
+// Chosen from a sweep of 60 / 150 / 400 ns on the reference Intel VM, on
+// an earlier form of this design (one that went on polling after a
+// re-take): the p99.9 at 128 waiters with 1 us sections stayed under 2 ms
+// at 150 and 400 ns but not always at 60, and 400 ns cost 10% at 2
+// waiters with empty sections (46 against 51 M acquires/s).
 inline constexpr std::int64_t kPoliteGraceNs = 150;
 // The longest doze: the bound on the gap (the lock free, the successor
 // asleep) when a barger that kept re-taking the lock leaves it; 4,000
 // timer wake-ups a second at most, on the core the successor would
-// otherwise leave idle.
+// otherwise leave idle. 1 ms measured 1-2% faster at 128 waiters with
+// empty sections (A/B, reference VM), for a gap four times as long.
 inline constexpr std::chrono::microseconds kMaxDoze{250};
 // steady_clock as one integer, so that a timestamp fits one atomic word.
 inline std::int64_t now_ns() noexcept {
