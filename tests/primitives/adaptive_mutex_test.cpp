@@ -154,13 +154,11 @@ TEST(AdaptiveMutexTest, AQueuedThreadGetsTheLockFromARunningBarger) {
 // a timer of its own, instead of sleeping where the barger's next release
 // would wake it. Dozes are counted apart from parks, so every park still
 // ends in exactly one wake.
-TEST(AdaptiveMutexTest, APoliteSuccessorDozesBehindARunningBarger) {
-  AdaptiveMutex lock;
-  std::atomic<bool> stop{false};
-  // The barger holds the lock ~2 us a time, so that a poll finds it held
-  // (with empty sections it is free most of the time, and a poll that
-  // finds it free for the grace takes it).
-  std::jthread barger([&] {
+// A thread that re-takes the lock until `stop`, holding it ~2 us a time,
+// so that a poll finds it held (with empty sections it is free most of the
+// time, and a successor that finds it free for the grace takes it).
+std::jthread barger_holding_2us(AdaptiveMutex& lock, const std::atomic<bool>& stop) {
+  return std::jthread([&lock, &stop] {
     while (!stop.load(std::memory_order_relaxed)) {
       std::lock_guard g(lock);
       const auto until = std::chrono::steady_clock::now() + 2us;
@@ -168,6 +166,12 @@ TEST(AdaptiveMutexTest, APoliteSuccessorDozesBehindARunningBarger) {
       }
     }
   });
+}
+
+TEST(AdaptiveMutexTest, APoliteSuccessorDozesBehindARunningBarger) {
+  AdaptiveMutex lock;
+  std::atomic<bool> stop{false};
+  std::jthread barger = barger_holding_2us(lock, stop);
   std::this_thread::sleep_for(2ms);
   // The waiter leaves between acquisitions, so that each one starts as a
   // newcomer, queues, and is woken by a release of the barger's. It goes
@@ -202,14 +206,7 @@ TEST(AdaptiveMutexTest, ADozingSuccessorTakesTheLockAfterTheBargerLeaves) {
     AdaptiveMutex lock;
     std::atomic<bool> stop{false};
     std::atomic<bool> got_it{false};
-    std::jthread barger([&] {  // holds ~2 us a time: see the test above
-      while (!stop.load(std::memory_order_relaxed)) {
-        std::lock_guard g(lock);
-        const auto until = std::chrono::steady_clock::now() + 2us;
-        while (std::chrono::steady_clock::now() < until) {
-        }
-      }
-    });
+    std::jthread barger = barger_holding_2us(lock, stop);
     std::this_thread::sleep_for(1ms);
     std::jthread waiter([&] {
       std::lock_guard g(lock);
