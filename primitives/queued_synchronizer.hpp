@@ -126,7 +126,7 @@
 // first chance ends a turn at nearly every wake-up: with 1 us sections on
 // the reference Intel VM, 0.14-0.33% of the acquisitions waited more than
 // 2 ms (every acquire timed), nearly all of them the designated
-// successor's, and the p99.9 at 128 waiters read 60-80 ms. So in unfair
+// successor's, and the p99.9 at 128 waiters read 50-66 ms. So in unfair
 // mode, until it is starving, the designated successor
 // - takes free permits only once they have stayed free for
 //   kPoliteGraceNs (150 ns): a running barger has re-taken them by then, a
