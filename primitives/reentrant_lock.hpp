@@ -116,12 +116,13 @@
 // Both sit in the synchronizer's owner slot, on the permit word's cache
 // line, as AQS keeps exclusiveOwnerThread beside its state: a hand-over
 // moves one line between cores, not two.
-// lock() first tries to take the permit; only if that fails does it ask "do
-// I already own it?" (owner == this thread), and if so it just increments
-// holds (while this thread holds the lock the permit is gone, so the try
-// cannot succeed); otherwise it waits for the permit and then records
-// itself as owner. unlock() checks ownership, decrements, and at zero clears
-// owner *before* giving the permit back.
+// lock() first asks "do I already own it?" (owner == this thread; the
+// owner sits on the permit word's line, so the question reads no other
+// line) and if so just increments holds, with no read-modify-write;
+// otherwise it takes the permit (one fetch_sub, or the synchronizer's
+// queue) and then records itself as owner. (try_lock() asks in Java's
+// order, the permit first.) unlock() checks ownership, decrements, and at
+// zero clears owner *before* giving the permit back.
 // A Condition is a FIFO list of nodes on the awaiting threads' stacks, each
 // with its own futex word (a ConditionQueue, primitives/condition_queue.hpp,
 // shared with ReentrantReadWriteLock); the list is guarded by the lock
