@@ -206,7 +206,8 @@ ContentionResult run_lock_contention(L& lock, const Workload& w, const EventSour
         if (sampler.due()) {
           const Clock::time_point t0 = Clock::now();
           lock.lock();
-          sampler.record(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+          sampler.record(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(),
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count());
         } else {
           lock.lock();
         }

@@ -17,9 +17,27 @@
 // kCapacity samples; when the buffer fills, it keeps every second sample
 // and doubles K. The kept samples are always the last acquire of each block
 // of K (indices K-1, 2K-1, 3K-1, ...) — an even spread over the whole run,
-// whatever its length — and both memory (kCapacity samples per waiter) and
-// clock reads (at most 2 x kCapacity x log2(ops / kCapacity) per waiter)
-// stay bounded.
+// whatever its length — and memory stays bounded (kCapacity samples per
+// waiter).
+//
+// The buffer alone does not bound the clock reads' cost, which is what the
+// throughput figures pay for: a waiter times up to kCapacity x (1 +
+// log2(ops / kCapacity) / 2) acquires, ~8,500 of the ~160,000 each of 128
+// waiters makes in a 300 ms point with empty sections (5%), and a timed
+// acquire costs two clock reads beside a ~12 ns lock/unlock. On the
+// reference AMD VM AdaptiveMutex, ReentrantLock and Semaphore ran
+// 1.27-1.28x as fast at 128 waiters with empty sections when nothing was
+// timed (1.04-1.06x at 1 waiter), while the JVM harness, which samples no
+// latency, paid nothing. So the stride also obeys a rate bound: at the end
+// of every window of kRateWindow samples, a waiter whose samples started
+// less than kMinIntervalNs (10 us) apart on average doubles K, as many
+// times as it takes. A waiter then times about one acquire per 10 us of its
+// running at most (two, while K catches up), ~0.5% of its time; a waiter
+// that waits long for each acquire keeps K small, so the slow acquires a
+// tail is made of are still timed. With the bound the same A/B read
+// 0.91-0.96x the untimed build at every waiter count (the per-acquire test
+// of whether to time, and code placement). The reference README of that VM,
+// "a latency sampler that no longer taxes the curve", has the figures.
 //
 // Why the last of each block and not the first (indices 0, K, 2K, ...): the
 // first acquire of a run is its slowest as a rule (the waiters start
@@ -69,30 +87,72 @@ class alignas(kCacheLineSize) LatencySampler {
   // block of K); call exactly once per operation.
   bool due() noexcept { return (index_++ & (stride_ - 1)) == stride_ - 1; }
 
+  // The rate bound (see "How K is chosen"): at the end of every window of
+  // kRateWindow samples, a waiter whose samples started less than
+  // kMinIntervalNs apart on average halves its sampling rate until they
+  // would not have.
+  static constexpr std::uint32_t kRateWindow = 16;
+  static constexpr std::int64_t kMinIntervalNs = 10'000;
+
   // Records the latency of an operation for which due() returned true.
-  void record(std::int64_t ns) {
-    if (samples_.size() == kCapacity) {
-      // Keep the samples of operations that end a block of the doubled
-      // stride: position p holds index (p + 1) K - 1, which is 2K - 1
-      // modulo 2K exactly when p is odd.
-      for (std::size_t i = 0; i < kCapacity / 2; ++i) samples_[i] = samples_[2 * i + 1];
-      samples_.resize(kCapacity / 2);
-      stride_ *= 2;
-      // The sample being recorded belongs to the kept set only if it ends a
-      // block of the new stride.
-      if (((index_ - 1) & (stride_ - 1)) != stride_ - 1) return;
-    }
-    samples_.push_back(ns);
-  }
+  // Defined below the class.
+  void record(std::int64_t ns);
+
+  // The same, for an operation that started at `start_ns` (steady clock,
+  // ns): applies the rate bound as well as the buffer's.
+  void record(std::int64_t ns, std::int64_t start_ns);
 
   std::uint64_t stride() const noexcept { return stride_; }
   const std::vector<std::int64_t>& samples() const noexcept { return samples_; }
 
  private:
+  // Doubles K and keeps the samples of operations that end a block of the
+  // doubled stride: position p holds index (p + 1) K - 1, which is 2K - 1
+  // modulo 2K exactly when p is odd.
+  void halve_rate();
+  // Whether the operation being recorded (index_ - 1) ends a block of K.
+  bool current_is_kept() const noexcept { return ((index_ - 1) & (stride_ - 1)) == stride_ - 1; }
+
   std::uint64_t index_ = 0;   // operations seen (due() calls)
   std::uint64_t stride_ = 1;  // K: a power of two
   std::vector<std::int64_t> samples_;
+  std::uint32_t window_count_ = 0;    // samples in the current rate window
+  std::int64_t window_start_ns_ = 0;  // when the window's first one started
 };
+
+inline void LatencySampler::record(std::int64_t ns) {
+  if (samples_.size() == kCapacity) {
+    halve_rate();
+    if (!current_is_kept()) return;
+  }
+  samples_.push_back(ns);
+}
+
+inline void LatencySampler::record(std::int64_t ns, std::int64_t start_ns) {
+  if (window_count_ == 0) window_start_ns_ = start_ns;
+  if (++window_count_ == kRateWindow) {
+    window_count_ = 0;
+    // At twice the stride the same window's samples would have been twice
+    // as far apart; the cap on the stride only guards against a clock that
+    // stands still.
+    constexpr std::int64_t kWanted = std::int64_t{kRateWindow - 1} * kMinIntervalNs;
+    bool halved = false;
+    for (std::int64_t span = start_ns - window_start_ns_; span < kWanted && stride_ < (std::uint64_t{1} << 40);
+         span = span * 2 + 1) {
+      halve_rate();
+      halved = true;
+    }
+    if (halved && !current_is_kept()) return;
+  }
+  record(ns);
+}
+
+inline void LatencySampler::halve_rate() {
+  std::size_t kept = 0;
+  for (std::size_t p = 1; p < samples_.size(); p += 2) samples_[kept++] = samples_[p];
+  samples_.resize(kept);
+  stride_ *= 2;
+}
 
 // Weighted percentiles over several waiters' samplers.
 class LatencyDistribution {

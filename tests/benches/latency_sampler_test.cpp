@@ -37,6 +37,47 @@ TEST(LatencySamplerTest, DecimationKeepsEveryKthOperationAndBoundsMemory) {
   EXPECT_GT(static_cast<std::uint64_t>(s.samples().back()) + s.stride(), ops - 1 - s.stride());
 }
 
+// Feeds `ops` operations whose latency equals their index, the i-th
+// starting at i * gap_ns, through the rate-bounded record().
+LatencySampler sample_indices_timed(std::uint64_t ops, std::int64_t gap_ns) {
+  LatencySampler s;
+  for (std::uint64_t i = 0; i < ops; ++i) {
+    if (s.due()) s.record(static_cast<std::int64_t>(i), static_cast<std::int64_t>(i) * gap_ns);
+  }
+  return s;
+}
+
+void expect_every_kth_operation(const LatencySampler& s) {
+  for (std::size_t j = 0; j < s.samples().size(); ++j) {
+    ASSERT_EQ(s.samples()[j], static_cast<std::int64_t>((j + 1) * s.stride() - 1)) << "sample " << j;
+  }
+}
+
+TEST(LatencySamplerTest, FastOperationsAreTimedAtMostOncePerMinInterval) {
+  // 10 ns operations: unbounded, the first 2,048 would all be timed. The
+  // rate bound lets at most about one per kMinIntervalNs through (two per
+  // interval while the stride catches up), and keeps the even spread.
+  const std::uint64_t ops = 100'000;  // 1 ms of them
+  const std::int64_t gap_ns = 10;
+  const LatencySampler s = sample_indices_timed(ops, gap_ns);
+  EXPECT_GE(s.stride() * static_cast<std::uint64_t>(gap_ns),
+            static_cast<std::uint64_t>(LatencySampler::kMinIntervalNs) / 2);
+  const std::uint64_t run_ns = ops * static_cast<std::uint64_t>(gap_ns);
+  EXPECT_LE(s.samples().size(), 2 * run_ns / LatencySampler::kMinIntervalNs + LatencySampler::kRateWindow);
+  EXPECT_FALSE(s.samples().empty());
+  expect_every_kth_operation(s);
+}
+
+TEST(LatencySamplerTest, SlowOperationsAreAllTimedUntilTheBufferFills) {
+  // 1 ms operations are slower than the rate bound: the buffer's rule alone.
+  const LatencySampler s = sample_indices_timed(LatencySampler::kCapacity, 1'000'000);
+  EXPECT_EQ(s.stride(), 1u);
+  EXPECT_EQ(s.samples().size(), LatencySampler::kCapacity);
+  const LatencySampler longer = sample_indices_timed(100'003, 1'000'000);
+  EXPECT_EQ(longer.stride(), sample_indices(100'003).stride());
+  expect_every_kth_operation(longer);
+}
+
 TEST(LatencyDistributionTest, TheFirstOperationWeighsOne) {
   // 16 waiters whose first operation waited 5 ms (a run's start) and whose
   // 1,000,000 others took 1 us: 16 slow operations in 16,000,016. Kept at

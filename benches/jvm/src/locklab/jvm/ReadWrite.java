@@ -85,28 +85,60 @@ final class ReadWrite {
   }
 
   /**
-   * latency_sampler.hpp for the JVM: times every K-th write lock; K starts at 1 and doubles (keeping
-   * every second sample) whenever the buffer fills, so memory and clock reads stay bounded and the
-   * samples spread over the whole run. Each sample weighs K in the merged percentiles.
+   * latency_sampler.hpp for the JVM, with the same rules: times the last write lock of every block of K (never the
+   * first: a run's first acquire, usually its slowest, would stand for K of them); K starts at 1 and doubles, keeping
+   * every second sample, whenever the buffer fills, and also whenever a window of WINDOW samples started less than
+   * MIN_INTERVAL_NS apart on average (the rate bound: the clock reads stay a fraction of a percent of a waiter's time,
+   * as in the C++ harness, so both harnesses pay the same for their percentiles). Each sample weighs K in the merged
+   * percentiles.
    */
   static final class WaitSampler {
     static final int CAPACITY = 4096;
+    static final int WINDOW = 16;
+    static final long MIN_INTERVAL_NS = 10_000;
     final long[] samples = new long[CAPACITY];
     int size;
     long stride = 1;
     long index;
+    private int windowCount;
+    private long windowStartNs;
 
     boolean due() {
-      return (index++ & (stride - 1)) == 0;
+      return (index++ & (stride - 1)) == stride - 1;
     }
 
-    void record(long ns) {
+    /** The latency of an operation for which due() was true, and when it started (System.nanoTime()). */
+    void record(long ns, long startNs) {
+      if (windowCount == 0) windowStartNs = startNs;
+      if (++windowCount == WINDOW) {
+        windowCount = 0;
+        // At twice the stride the window's samples would have been twice as far apart.
+        boolean halved = false;
+        for (long span = startNs - windowStartNs; span < (WINDOW - 1) * MIN_INTERVAL_NS && stride < (1L << 40);
+            span = span * 2 + 1) {
+          halveRate();
+          halved = true;
+        }
+        if (halved && !currentIsKept()) return;
+      }
       if (size == CAPACITY) {
-        for (int i = 0; i < CAPACITY / 2; i++) samples[i] = samples[2 * i];
-        size = CAPACITY / 2;
-        stride *= 2;
+        halveRate();
+        if (!currentIsKept()) return;
       }
       samples[size++] = ns;
+    }
+
+    /** Doubles K, keeping the samples that end a block of 2K: position p holds index (p + 1) K - 1. */
+    private void halveRate() {
+      int kept = 0;
+      for (int p = 1; p < size; p += 2) samples[kept++] = samples[p];
+      size = kept;
+      stride *= 2;
+    }
+
+    /** Whether the operation being recorded (index - 1) ends a block of K. */
+    private boolean currentIsKept() {
+      return ((index - 1) & (stride - 1)) == stride - 1;
     }
   }
 
@@ -242,7 +274,7 @@ final class ReadWrite {
           if (sampler.due()) {
             long t0 = System.nanoTime();
             writeLock.lock();
-            sampler.record(System.nanoTime() - t0);
+            sampler.record(System.nanoTime() - t0, t0);
           } else {
             writeLock.lock();
           }
@@ -310,7 +342,7 @@ final class ReadWrite {
           if (sampler.due()) {
             long t0 = System.nanoTime();
             s = lock.writeLock();
-            sampler.record(System.nanoTime() - t0);
+            sampler.record(System.nanoTime() - t0, t0);
           } else {
             s = lock.writeLock();
           }

@@ -39,6 +39,7 @@ final class SelfTest {
   static boolean run(JvmPeers.Options o) throws IOException, InterruptedException {
     List<String> problems = new ArrayList<>();
     checkBusyWork(problems);
+    checkWaitSampler(problems);
     boolean tempDir = o.out() == null;
     Path dir = tempDir ? Files.createTempDirectory("locklab-jvm-selftest") : o.out();
     JvmPeers.Options smoke = new JvmPeers.Options(o.mode(), o.durationMs(), o.waiters(), o.csNs(), o.readPermilles(),
@@ -77,6 +78,32 @@ final class SelfTest {
    * 2 ms of calibrated spin must take at least 1 ms; less means the JIT removed the loop. And a
    * 300 ns and a 2000 ns section must last roughly that long.
    */
+  /**
+   * The write-wait sampler's rules (latency_sampler_test.cpp checks the C++ one): operations whose latency is their
+   * index, 10 ns apart, are timed at most about once per MIN_INTERVAL_NS and exactly at indices K-1, 2K-1, ...; 1 ms
+   * apart, every one is timed until the buffer fills.
+   */
+  private static void checkWaitSampler(List<String> problems) {
+    ReadWrite.WaitSampler fast = new ReadWrite.WaitSampler();
+    int ops = 100_000;
+    for (int i = 0; i < ops; i++) if (fast.due()) fast.record(i, i * 10L);
+    long allowed = 2L * ops * 10 / ReadWrite.WaitSampler.MIN_INTERVAL_NS + ReadWrite.WaitSampler.WINDOW;
+    if (fast.size == 0 || fast.size > allowed) {
+      problems.add("wait sampler: " + fast.size + " samples of 1 ms of 10 ns operations, expected 1.." + allowed);
+    }
+    for (int j = 0; j < fast.size; j++) {
+      if (fast.samples[j] != (j + 1) * fast.stride - 1) {
+        problems.add("wait sampler: sample " + j + " is operation " + fast.samples[j] + " at stride " + fast.stride);
+        break;
+      }
+    }
+    ReadWrite.WaitSampler slow = new ReadWrite.WaitSampler();
+    for (int i = 0; i < ReadWrite.WaitSampler.CAPACITY; i++) if (slow.due()) slow.record(i, i * 1_000_000L);
+    if (slow.stride != 1 || slow.size != ReadWrite.WaitSampler.CAPACITY) {
+      problems.add("wait sampler: 1 ms operations were not all timed (stride " + slow.stride + ", " + slow.size + ")");
+    }
+  }
+
   private static void checkBusyWork(List<String> problems) {
     long best = Long.MAX_VALUE;
     for (int trial = 0; trial < 5; trial++) {
