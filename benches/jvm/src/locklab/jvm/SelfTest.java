@@ -75,10 +75,6 @@ final class SelfTest {
   }
 
   /**
-   * 2 ms of calibrated spin must take at least 1 ms; less means the JIT removed the loop. And a
-   * 300 ns and a 2000 ns section must last roughly that long.
-   */
-  /**
    * The write-wait sampler's rules (latency_sampler_test.cpp checks the C++ one): operations whose latency is their
    * index, 10 ns apart, are timed at most about once per MIN_INTERVAL_NS and exactly at indices K-1, 2K-1, ...; 1 ms
    * apart, every one is timed until the buffer fills.
@@ -104,6 +100,10 @@ final class SelfTest {
     }
   }
 
+  /**
+   * 2 ms of calibrated spin must take at least 1 ms; less means the JIT removed the loop. And a
+   * 300 ns and a 2000 ns section must last roughly that long.
+   */
   private static void checkBusyWork(List<String> problems) {
     long best = Long.MAX_VALUE;
     for (int trial = 0; trial < 5; trial++) {
