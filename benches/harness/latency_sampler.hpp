@@ -27,8 +27,9 @@
 // acquire costs two clock reads beside a ~12 ns lock/unlock. On the
 // reference AMD VM AdaptiveMutex, ReentrantLock and Semaphore ran
 // 1.27-1.28x as fast at 128 waiters with empty sections when nothing was
-// timed (1.04-1.06x at 1 waiter), while the JVM harness, which samples no
-// latency, paid nothing. So the stride also obeys a rate bound: at the end
+// timed (1.04-1.06x at 1 waiter), while the JVM harness, which then timed
+// no acquire, paid nothing (it now samples by these rules too,
+// benches/jvm/.../LatencySampler.java). So the stride also obeys a rate bound: at the end
 // of every window of kRateWindow samples, a waiter whose samples started
 // less than kMinIntervalNs (10 us) apart on average doubles K, as many
 // times as it takes. A waiter then times about one acquire per 10 us of its

@@ -21,7 +21,9 @@
 // - Reported: operations / wall second, wall ns per operation, process CPU /
 //   wall, fairness = min / max operations per waiter, and fairness_steady,
 //   the same over the run after its first fifth. Wall time runs from the
-//   start signal to the moment the last waiter left its loop.
+//   start signal to the moment the last waiter left its loop. A suite adds
+//   counters of its own (Subject.counters): the locks suite the sampled
+//   acquire latency that run_lock_contention reports (Locks.java).
 // - The warm-up mark (contention.hpp, "Fairness over the whole run, and after
 //   the warm-up", says why): each waiter runs its subject's loop twice, first
 //   until a warm-up flag is raised at a fifth of the duration, then until the

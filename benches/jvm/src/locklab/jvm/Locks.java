@@ -25,6 +25,12 @@
 // uses a fresh object, so 1 waiter measures the thin lock and 2+ waiters
 // measure the inflated monitor after the first collision.
 //
+// Acquire latency is sampled as run_lock_contention samples it (every K-th
+// lock() timed, LatencySampler.java) and reported as p50_us, p99_us and
+// p999_us, so that both harnesses pay the same two clock reads per timed
+// acquire and the JVM's tail sits beside ours. Each waiter keeps one sampler
+// across its two loops (warm-up, then the measured run), as a C++ waiter does.
+//
 // The lock classes share JDK code: ReentrantLock fair and unfair run the same
 // AQS methods, and Semaphore runs AQS too. C2 compiles those methods with the
 // types it has seen, so JvmPeers warms every implementation up before it
@@ -34,7 +40,9 @@
 package locklab.jvm;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.StampedLock;
@@ -60,13 +68,49 @@ final class Locks {
     return families;
   }
 
+  /**
+   * What every subject of this suite shares: one latency sampler per waiter thread, kept across
+   * the waiter's two runUntil calls, and the percentiles over all of them.
+   */
+  abstract static class SampledSubject implements Harness.Subject {
+    private final List<LatencySampler> samplers = new ArrayList<>();
+    // Read once per runUntil call, never per operation.
+    private final ThreadLocal<LatencySampler> perWaiter = ThreadLocal.withInitial(() -> {
+      LatencySampler s = new LatencySampler();
+      synchronized (samplers) {
+        samplers.add(s);
+      }
+      return s;
+    });
+
+    /** The calling waiter's sampler. */
+    final LatencySampler sampler() {
+      return perWaiter.get();
+    }
+
+    @Override
+    public Map<String, Double> counters(double wallSeconds) {
+      Map<String, Double> c = new LinkedHashMap<>();
+      synchronized (samplers) {
+        double p50 = LatencySampler.percentileNs(samplers, 0.50);
+        if (!Double.isNaN(p50)) {
+          c.put("p50_us", p50 / 1e3);
+          c.put("p99_us", LatencySampler.percentileNs(samplers, 0.99) / 1e3);
+          c.put("p999_us", LatencySampler.percentileNs(samplers, 0.999) / 1e3);
+        }
+      }
+      return c;
+    }
+  }
+
   // Each class below writes the same loop around its own lock (Harness.java
   // says why the loop is not shared). Fields are copied into locals so that
   // the waiter touches only the lock's cache lines and the stop flag. The
   // try/finally is what Java code around a lock looks like; it costs nothing
-  // unless an exception is thrown.
+  // unless an exception is thrown. The timed acquire is the C++ loop's: the
+  // clock before the acquire, the clock and record() once it returned.
 
-  static final class ReentrantLockSubject implements Harness.Subject {
+  static final class ReentrantLockSubject extends SampledSubject {
     private final ReentrantLock lock;
     private final long csNs;
 
@@ -79,9 +123,16 @@ final class Locks {
     public long runUntil(Harness.StopFlag stop) {
       final ReentrantLock lock = this.lock;
       final long cs = csNs;
+      final LatencySampler sampler = sampler();
       long ops = 0;
       while (!stop.isSet()) {
-        lock.lock();
+        if (sampler.due()) {
+          long t0 = System.nanoTime();
+          lock.lock();
+          sampler.record(System.nanoTime() - t0, t0);
+        } else {
+          lock.lock();
+        }
         try {
           BusyWork.spinNs(cs);
         } finally {
@@ -93,7 +144,7 @@ final class Locks {
     }
   }
 
-  static final class SynchronizedSubject implements Harness.Subject {
+  static final class SynchronizedSubject extends SampledSubject {
     private final Object monitor = new Object();
     private final long csNs;
 
@@ -105,10 +156,19 @@ final class Locks {
     public long runUntil(Harness.StopFlag stop) {
       final Object monitor = this.monitor;
       final long cs = csNs;
+      final LatencySampler sampler = sampler();
       long ops = 0;
       while (!stop.isSet()) {
-        synchronized (monitor) {
-          BusyWork.spinNs(cs);
+        if (sampler.due()) {
+          long t0 = System.nanoTime();
+          synchronized (monitor) {
+            sampler.record(System.nanoTime() - t0, t0);
+            BusyWork.spinNs(cs);
+          }
+        } else {
+          synchronized (monitor) {
+            BusyWork.spinNs(cs);
+          }
         }
         ops++;
       }
@@ -116,7 +176,7 @@ final class Locks {
     }
   }
 
-  static final class SemaphoreSubject implements Harness.Subject {
+  static final class SemaphoreSubject extends SampledSubject {
     private final Semaphore permits = new Semaphore(1);
     private final long csNs;
 
@@ -130,9 +190,16 @@ final class Locks {
     public long runUntil(Harness.StopFlag stop) {
       final Semaphore permits = this.permits;
       final long cs = csNs;
+      final LatencySampler sampler = sampler();
       long ops = 0;
       while (!stop.isSet()) {
-        permits.acquireUninterruptibly();
+        if (sampler.due()) {
+          long t0 = System.nanoTime();
+          permits.acquireUninterruptibly();
+          sampler.record(System.nanoTime() - t0, t0);
+        } else {
+          permits.acquireUninterruptibly();
+        }
         try {
           BusyWork.spinNs(cs);
         } finally {
@@ -144,7 +211,7 @@ final class Locks {
     }
   }
 
-  static final class StampedLockSubject implements Harness.Subject {
+  static final class StampedLockSubject extends SampledSubject {
     private final StampedLock lock = new StampedLock();
     private final long csNs;
 
@@ -156,9 +223,17 @@ final class Locks {
     public long runUntil(Harness.StopFlag stop) {
       final StampedLock lock = this.lock;
       final long cs = csNs;
+      final LatencySampler sampler = sampler();
       long ops = 0;
       while (!stop.isSet()) {
-        long stamp = lock.writeLock();
+        long stamp;
+        if (sampler.due()) {
+          long t0 = System.nanoTime();
+          stamp = lock.writeLock();
+          sampler.record(System.nanoTime() - t0, t0);
+        } else {
+          stamp = lock.writeLock();
+        }
         try {
           BusyWork.spinNs(cs);
         } finally {

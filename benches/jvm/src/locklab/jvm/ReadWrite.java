@@ -29,7 +29,7 @@
 // Counters besides the harness's, as in read_write.hpp: reads_per_s,
 // writes_per_s, read_fraction, optimistic_retries_per_read (optimistic only),
 // write_wait_p50_us and write_wait_p99_us (sampled writeLock() latency, see
-// WaitSampler; absent when the point made no write).
+// LatencySampler; absent when the point made no write).
 //
 // The section of the optimistic read is BusyWork, which reads no shared data:
 // the question measured is what the lock costs a reader, as in the C++ suite.
@@ -40,7 +40,6 @@
 package locklab.jvm;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -85,85 +84,6 @@ final class ReadWrite {
   }
 
   /**
-   * latency_sampler.hpp for the JVM, with the same rules: times the last write lock of every block of K (never the
-   * first: a run's first acquire, usually its slowest, would stand for K of them); K starts at 1 and doubles, keeping
-   * every second sample, whenever the buffer fills, and also whenever a window of WINDOW samples started less than
-   * MIN_INTERVAL_NS apart on average (the rate bound: the clock reads stay a fraction of a percent of a waiter's time,
-   * as in the C++ harness, so both harnesses pay the same for their percentiles). Each sample weighs K in the merged
-   * percentiles.
-   */
-  static final class WaitSampler {
-    static final int CAPACITY = 4096;
-    static final int WINDOW = 16;
-    static final long MIN_INTERVAL_NS = 10_000;
-    final long[] samples = new long[CAPACITY];
-    int size;
-    long stride = 1;
-    long index;
-    private int windowCount;
-    private long windowStartNs;
-
-    boolean due() {
-      return (index++ & (stride - 1)) == stride - 1;
-    }
-
-    /** The latency of an operation for which due() was true, and when it started (System.nanoTime()). */
-    void record(long ns, long startNs) {
-      if (windowCount == 0) windowStartNs = startNs;
-      if (++windowCount == WINDOW) {
-        windowCount = 0;
-        // At twice the stride the window's samples would have been twice as far apart.
-        boolean halved = false;
-        for (long span = startNs - windowStartNs; span < (WINDOW - 1) * MIN_INTERVAL_NS && stride < (1L << 40);
-            span = span * 2 + 1) {
-          halveRate();
-          halved = true;
-        }
-        if (halved && !currentIsKept()) return;
-      }
-      if (size == CAPACITY) {
-        halveRate();
-        if (!currentIsKept()) return;
-      }
-      samples[size++] = ns;
-    }
-
-    /** Doubles K, keeping the samples that end a block of 2K: position p holds index (p + 1) K - 1. */
-    private void halveRate() {
-      int kept = 0;
-      for (int p = 1; p < size; p += 2) samples[kept++] = samples[p];
-      size = kept;
-      stride *= 2;
-    }
-
-    /** Whether the operation being recorded (index - 1) ends a block of K. */
-    private boolean currentIsKept() {
-      return ((index - 1) & (stride - 1)) == stride - 1;
-    }
-  }
-
-  /** Weighted percentile (q in [0, 1]) of the samplers' samples, in ns; NaN when there are none. */
-  static double percentileNs(List<WaitSampler> samplers, double q) {
-    int n = samplers.stream().mapToInt(s -> s.size).sum();
-    if (n == 0) return Double.NaN;
-    long[][] pairs = new long[n][];
-    long total = 0;
-    int k = 0;
-    for (WaitSampler s : samplers) {
-      for (int i = 0; i < s.size; i++) pairs[k++] = new long[] {s.samples[i], s.stride};
-      total += s.size * s.stride;
-    }
-    Arrays.sort(pairs, (a, b) -> Long.compare(a[0], b[0]));
-    double target = q * total;
-    long seen = 0;
-    for (long[] p : pairs) {
-      seen += p[1];
-      if (seen >= target) return p[0];
-    }
-    return pairs[n - 1][0];
-  }
-
-  /**
    * What every subject of this suite shares: the mix, the waiters' tallies (added once per waiter
    * when it leaves its loop, so nothing is shared during the run) and the counters.
    */
@@ -175,7 +95,7 @@ final class ReadWrite {
     private final AtomicLong reads = new AtomicLong();
     private final AtomicLong writes = new AtomicLong();
     private final AtomicLong retries = new AtomicLong();
-    private final List<WaitSampler> samplers = new ArrayList<>();
+    private final List<LatencySampler> samplers = new ArrayList<>();
 
     MixSubject(int readPermille, long readCsNs, long writeCsNs) {
       readThreshold = readPermille;
@@ -188,7 +108,7 @@ final class ReadWrite {
       return 0x9E3779B97F4A7C15L * (nextWaiter.getAndIncrement() + 1) | 1;
     }
 
-    void tally(long r, long w, long retried, WaitSampler sampler) {
+    void tally(long r, long w, long retried, LatencySampler sampler) {
       reads.addAndGet(r);
       writes.addAndGet(w);
       retries.addAndGet(retried);
@@ -222,10 +142,10 @@ final class ReadWrite {
       c.put("read_fraction", r + w > 0 ? (double) r / (r + w) : 0.0);
       if (optimistic()) c.put("optimistic_retries_per_read", r > 0 ? (double) retries.get() / r : 0.0);
       synchronized (samplers) {
-        double p50 = percentileNs(samplers, 0.50);
+        double p50 = LatencySampler.percentileNs(samplers, 0.50);
         if (!Double.isNaN(p50)) {
           c.put("write_wait_p50_us", p50 / 1e3);
-          c.put("write_wait_p99_us", percentileNs(samplers, 0.99) / 1e3);
+          c.put("write_wait_p99_us", LatencySampler.percentileNs(samplers, 0.99) / 1e3);
         }
       }
       return c;
@@ -258,7 +178,7 @@ final class ReadWrite {
       final long readCs = readCsNs;
       final long writeCs = writeCsNs;
       final long[] rng = {seed()};
-      final WaitSampler sampler = new WaitSampler();
+      final LatencySampler sampler = new LatencySampler();
       long r = 0;
       long w = 0;
       while (!stop.isSet()) {
@@ -313,7 +233,7 @@ final class ReadWrite {
       final long readCs = readCsNs;
       final long writeCs = writeCsNs;
       final long[] rng = {seed()};
-      final WaitSampler sampler = new WaitSampler();
+      final LatencySampler sampler = new LatencySampler();
       long r = 0;
       long w = 0;
       long retried = 0;

@@ -39,7 +39,7 @@ final class SelfTest {
   static boolean run(JvmPeers.Options o) throws IOException, InterruptedException {
     List<String> problems = new ArrayList<>();
     checkBusyWork(problems);
-    checkWaitSampler(problems);
+    checkLatencySampler(problems);
     boolean tempDir = o.out() == null;
     Path dir = tempDir ? Files.createTempDirectory("locklab-jvm-selftest") : o.out();
     JvmPeers.Options smoke = new JvmPeers.Options(o.mode(), o.durationMs(), o.waiters(), o.csNs(), o.readPermilles(),
@@ -75,28 +75,28 @@ final class SelfTest {
   }
 
   /**
-   * The write-wait sampler's rules (latency_sampler_test.cpp checks the C++ one): operations whose latency is their
+   * The latency sampler's rules (latency_sampler_test.cpp checks the C++ one): operations whose latency is their
    * index, 10 ns apart, are timed at most about once per MIN_INTERVAL_NS and exactly at indices K-1, 2K-1, ...; 1 ms
    * apart, every one is timed until the buffer fills.
    */
-  private static void checkWaitSampler(List<String> problems) {
-    ReadWrite.WaitSampler fast = new ReadWrite.WaitSampler();
+  private static void checkLatencySampler(List<String> problems) {
+    LatencySampler fast = new LatencySampler();
     int ops = 100_000;
     for (int i = 0; i < ops; i++) if (fast.due()) fast.record(i, i * 10L);
-    long allowed = 2L * ops * 10 / ReadWrite.WaitSampler.MIN_INTERVAL_NS + ReadWrite.WaitSampler.WINDOW;
+    long allowed = 2L * ops * 10 / LatencySampler.MIN_INTERVAL_NS + LatencySampler.WINDOW;
     if (fast.size == 0 || fast.size > allowed) {
-      problems.add("wait sampler: " + fast.size + " samples of 1 ms of 10 ns operations, expected 1.." + allowed);
+      problems.add("latency sampler: " + fast.size + " samples of 1 ms of 10 ns operations, expected 1.." + allowed);
     }
     for (int j = 0; j < fast.size; j++) {
       if (fast.samples[j] != (j + 1) * fast.stride - 1) {
-        problems.add("wait sampler: sample " + j + " is operation " + fast.samples[j] + " at stride " + fast.stride);
+        problems.add("latency sampler: sample " + j + " is operation " + fast.samples[j] + " at stride " + fast.stride);
         break;
       }
     }
-    ReadWrite.WaitSampler slow = new ReadWrite.WaitSampler();
-    for (int i = 0; i < ReadWrite.WaitSampler.CAPACITY; i++) if (slow.due()) slow.record(i, i * 1_000_000L);
-    if (slow.stride != 1 || slow.size != ReadWrite.WaitSampler.CAPACITY) {
-      problems.add("wait sampler: 1 ms operations were not all timed (stride " + slow.stride + ", " + slow.size + ")");
+    LatencySampler slow = new LatencySampler();
+    for (int i = 0; i < LatencySampler.CAPACITY; i++) if (slow.due()) slow.record(i, i * 1_000_000L);
+    if (slow.stride != 1 || slow.size != LatencySampler.CAPACITY) {
+      problems.add("latency sampler: 1 ms operations were not all timed (stride " + slow.stride + ", " + slow.size + ")");
     }
   }
 
@@ -181,6 +181,7 @@ final class SelfTest {
       }
       if (name.contains("cas_loop")) requireNumber(e, "cas_failures_per_op", 0, Double.MAX_VALUE, at, problems);
       if (suite.equals(ReadWrite.SUITE)) checkReadWrite(e, knobs, at, problems);
+      if (suite.equals(Locks.SUITE)) checkAcquireLatency(e, at, problems);
     }
     if (!seen.equals(expected)) problems.add(where + ": expected the points " + expected + ", found " + seen);
   }
@@ -205,6 +206,15 @@ final class SelfTest {
     if (name.contains("(optimistic)")) requireNumber(e, "optimistic_retries_per_read", 0, 1, at, problems);
     else if (e.containsKey("optimistic_retries_per_read")) problems.add(at + "retries on a non-optimistic read");
     if (w > 0) requireNumber(e, "write_wait_p99_us", 0, Double.MAX_VALUE, at, problems);
+  }
+
+  /** The locks suite's sampled acquire latency, as run_lock_contention reports it: p50 <= p99 <= p99.9. */
+  private static void checkAcquireLatency(Map<?, ?> e, String at, List<String> problems) {
+    for (String key : List.of("p50_us", "p99_us", "p999_us")) requireNumber(e, key, 0, Double.MAX_VALUE, at, problems);
+    if (e.get("p50_us") instanceof Double p50 && e.get("p99_us") instanceof Double p99
+        && e.get("p999_us") instanceof Double p999 && !(p50 <= p99 && p99 <= p999)) {
+      problems.add(at + "acquire latency percentiles out of order: " + p50 + ", " + p99 + ", " + p999 + " us");
+    }
   }
 
   private static void requireNumber(Map<?, ?> entry, String key, double min, double max, String at,
