@@ -29,7 +29,7 @@ import java.util.Arrays;
 import java.util.Collection;
 
 final class LatencySampler {
-  static final int CAPACITY = 4096;
+  static final int CAPACITY = 2048;
   static final int WINDOW = 16;
   static final long MIN_INTERVAL_NS = 10_000;
   final long[] samples = new long[CAPACITY];
