@@ -21,24 +21,25 @@
 // waiter).
 //
 // The buffer alone does not bound the clock reads' cost, which is what the
-// throughput figures pay for: a waiter times up to kCapacity x (1 +
-// log2(ops / kCapacity) / 2) acquires, ~8,500 of the ~160,000 each of 128
-// waiters makes in a 300 ms point with empty sections (5%), and a timed
-// acquire costs two clock reads beside a ~12 ns lock/unlock. On the
-// reference AMD VM AdaptiveMutex, ReentrantLock and Semaphore ran
-// 1.27-1.28x as fast at 128 waiters with empty sections when nothing was
-// timed (1.04-1.06x at 1 waiter), while the JVM harness, which then timed
-// no acquire, paid nothing (it now samples by these rules too,
-// benches/jvm/.../LatencySampler.java). So the stride also obeys a rate bound: at the end
-// of every window of kRateWindow samples, a waiter whose samples started
-// less than kMinIntervalNs (10 us) apart on average doubles K, as many
-// times as it takes. A waiter then times about one acquire per 10 us of its
-// running at most (two, while K catches up), ~0.5% of its time; a waiter
-// that waits long for each acquire keeps K small, so the slow acquires a
-// tail is made of are still timed. With the bound the same A/B read
-// 0.91-0.96x the untimed build at every waiter count (the per-acquire test
-// of whether to time, and code placement). The reference README of that VM,
-// "a latency sampler that no longer taxes the curve", has the figures.
+// throughput figures pay for: a waiter times up to
+// kCapacity x (1 + log2(ops / kCapacity) / 2) acquires, ~8,500 of the
+// ~160,000 each of 128 waiters makes in a 300 ms point with empty
+// sections (5%), and a timed acquire costs two clock reads beside a ~12 ns
+// lock/unlock. On the reference AMD VM
+// AdaptiveMutex, ReentrantLock and Semaphore ran 1.27-1.28x as fast at 128
+// waiters with empty sections when nothing was timed (1.04-1.06x at 1
+// waiter), while the JVM harness, which then timed no acquire, paid nothing
+// (it now samples by these rules too, benches/jvm/.../LatencySampler.java).
+// So the stride also obeys a rate bound: at the end of every window of
+// kRateWindow samples, a waiter whose samples started less than
+// kMinIntervalNs (10 us) apart on average doubles K, as many times as it
+// takes. A waiter then times about one acquire per 10 us of its running at
+// most (two, while K catches up), ~0.5% of its time; a waiter that waits long
+// for each acquire keeps K small, so the slow acquires a tail is made of are
+// still timed. With the bound the same A/B read 0.91-0.96x the untimed build
+// at every waiter count (the per-acquire test of whether to time, and code
+// placement). The reference README of that VM, "a latency sampler that no
+// longer taxes the curve", has the figures.
 //
 // Why the last of each block and not the first (indices 0, K, 2K, ...): the
 // first acquire of a run is its slowest as a rule (the waiters start
