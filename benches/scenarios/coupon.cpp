@@ -40,6 +40,9 @@ std::vector<std::pair<std::string, double>> coupon_counters(const CouponResult& 
           {"requests", static_cast<double>(r.tally.requests)},
           {"errors", static_cast<double>(r.tally.errors)},
           {"lock_lost", static_cast<double>(r.tally.lock_lost)},
+          // Accepted writes made after the writer's own lease ran out, the
+          // victim's aside: a client stalled past its lease (coupon.hpp).
+          {"late_writes", static_cast<double>(r.tally.late_writes)},
           // What the drift victim's RedLock validity() said right before its
           // stale write (-1 in a row without the drift fault, where no victim writes).
           {"victim_validity_ms", r.victim_validity_ms},
