@@ -839,9 +839,17 @@ TEST_F(PubSubLockTest, AForkedChildRenewsOnItsOwnTimerAndMayDestroyAnInheritedWa
   LOCKLAB_SKIP_FORK_THAT_STARTS_THREADS_UNDER_TSAN();
   PubSubLock::Options o;
   o.watchdog_lease = 300ms;
-  auto inherited = std::make_unique<PubSubLock>(client(), key(), o);
+  PubSubLock::Options parents = o;
+  parents.watchdog_lease = 600ms;  // a renewal every 200 ms
+  auto inherited = std::make_unique<PubSubLock>(client(), key(), parents);
   inherited->lock();
   ASSERT_TRUE(eventually([&] { return inherited->watchdog_renewals() >= 1; }, 5s));
+  // Fork between two renewals, not as one ends: no other thread may be
+  // inside a call on the Client at the fork (client.hpp, "After fork()"),
+  // and the count goes up while the timer thread is still finishing its
+  // renewal (its temporaries freed, its next run scheduled). Forking right
+  // there hung the child once under AddressSanitizer.
+  std::this_thread::sleep_for(70ms);
   const int status = run_in_forked_child(
       [&] {
         PubSubLock mine(client(), key("child"), o);
