@@ -35,15 +35,15 @@ bool ReentrantLock::Condition::await_until_steady(Clock::time_point deadline) {
   return queue_.await_until(
       deadline,
       [&] {  // release the lock completely, remembering the hold count
-        holds = lock_.holds();
-        lock_.holds() = 0;
+        holds = lock_.extra_holds();
+        lock_.extra_holds() = 0;
         lock_.owner().store(std::thread::id(), std::memory_order_relaxed);
         lock_.sync_.release(1);
       },
       [&] {  // take it back with the same hold count
         lock_.sync_.acquire(1);
         lock_.become_owner(self);
-        lock_.holds() = holds;
+        lock_.extra_holds() = holds;
       });
 }
 
