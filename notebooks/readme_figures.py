@@ -10,7 +10,11 @@ question on one small picture, from the committed reference results:
 ``counters.png``       increments/s against waiters: our four counters, Java's
                        ``AtomicInteger`` and ``LongAdder`` overlaid
 ``locks.png``          acquisitions/s against waiters at cs_ns 0 and 1000 (the
-                       full run): a chosen dozen locks, the JVM's overlaid
+                       full run of every lock): the lock families (spin, FIFO,
+                       the platform's mutexes), the JVM's overlaid
+``parking_lot.png``    acquisitions/s against waiters at cs_ns 0, 200 and 1000
+                       (the full run on the parking substrate): our blocking
+                       locks beside the algorithm they replaced and the JVM's
 ``redis_locks_50.png`` the Redis locks at 50 waiters (full run): acquisitions/s
                        and p95 wait, as 1 process x 50 threads, 5 x 10, 50 x 1
 ``pinning.png``        1,000 fibers: lockers' and bystanders' throughput with no
@@ -41,14 +45,24 @@ import locklab_plots as lp
 
 # Figures are for a web page: ~900 px wide at this dpi, PNG of 40-110 KB.
 DPI = 100
-FIGURES = ("counters.png", "locks.png", "redis_locks_50.png", "pinning.png", "faults.png")
+FIGURES = ("counters.png", "locks.png", "parking_lot.png", "redis_locks_50.png", "pinning.png", "faults.png")
 
-# The locks drawn in locks.png: the lab's own locks in each family, the
-# platform's mutexes, and the fastest peer. The dashboard has all 29.
+# The locks drawn in locks.png: one spin lock and one FIFO lock of the lab's,
+# the platform's mutexes, and the fastest peers. The dashboard has all 29.
+# The blocking locks on the parking substrate are not among them: full/ was
+# measured before that substrate existed, so they get parking_lot.png.
 LOCK_IMPLS = (
-    "TtasLock", "McsLock", "AdaptiveMutex", "ReentrantLock(unfair)", "ReentrantLock(fair)", "Semaphore(1)",
+    "TtasLock", "McsLock", "McsParkingLock",
     "std::mutex", "absl.Mutex(no-detect)", "tbb.spin_mutex",
     "java.ReentrantLock(unfair)", "java.synchronized", "java.ReentrantLock(fair)",
+)
+# parking_lot.png: the full run of the blocking locks on the parking substrate
+# (`AdaptiveMutex`, `ReentrantLock`, `Semaphore`), measured after full/ with
+# the old AdaptiveMutex under its new name, FutexMutex(3-state).
+PARKING_FULL = "parking/full"
+PARKING_IMPLS = (
+    "AdaptiveMutex", "ReentrantLock(unfair)", "Semaphore(1)", "ReentrantLock(fair)", "FutexMutex(3-state)",
+    "std::mutex", "absl.Mutex(no-detect)", "java.ReentrantLock(unfair)", "java.ReentrantLock(fair)",
 )
 REDIS_IMPLS = ("SpinLock", "SpinLock(exp-1-64ms)", "PubSubLock", "AdaptiveLock", "FairLock",
                "Guarded(PubSubLock)", "python-redis.Lock(sleep=100ms)")
@@ -90,25 +104,42 @@ def counters_figure(reference: Path, out_dir: Path) -> Path:
     return _finish(fig, out_dir / "counters.png", "Counters", context)
 
 
-def locks_figure(reference: Path, out_dir: Path) -> Path:
-    df, context = _frame(reference, "full/locks.json", "full/jvm_locks.json")
-    df = df[df["impl"].isin(LOCK_IMPLS) & df["think_ns_per_waiter"].isna()] \
-        if "think_ns_per_waiter" in df else df[df["impl"].isin(LOCK_IMPLS)]
-    missing = [i for i in LOCK_IMPLS if i not in set(df["impl"])]
+def _locks_panels(reference: Path, folder: str, impls: tuple, workloads: tuple, width: float):
+    """A figure of throughput against waiters, one panel per cs_ns, from
+    ``folder``/locks.json and its jvm_locks.json; returns (fig, context)."""
+    df, context = _frame(reference, f"{folder}/locks.json", f"{folder}/jvm_locks.json")
+    if "think_ns_per_waiter" in df:
+        df = df[df["think_ns_per_waiter"].isna()]
+    df = df[df["impl"].isin(impls)]
+    missing = [i for i in impls if i not in set(df["impl"])]
     if missing:
-        raise MissingData(f"{reference}/full: no points of {', '.join(missing)}")
-    styles = lp.impl_styles([i for i in LOCK_IMPLS if not lp.is_peer(i)] + [i for i in LOCK_IMPLS if lp.is_peer(i)])
-    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.4), layout="constrained")
-    for ax, cs in zip(axes, (0, 1000)):
+        raise MissingData(f"{reference}/{folder}: no points of {', '.join(missing)}")
+    styles = lp.impl_styles([i for i in impls if not lp.is_peer(i)] + [i for i in impls if lp.is_peer(i)])
+    fig, axes = plt.subplots(1, len(workloads), figsize=(width, 4.4), layout="constrained")
+    for ax, cs in zip(axes, workloads):
         rows = df[df["cs_ns"] == cs]
         if rows.empty:
-            raise MissingData(f"{reference}/full/locks.json: no cs_ns:{cs} points")
+            raise MissingData(f"{reference}/{folder}/locks.json: no cs_ns:{cs} points")
         lp.plot_throughput(rows, ax=ax, cores=lp.context_cores(context), styles=styles, legend=False)
-        ax.set_ylabel(lp.log_label("M acquisitions/s") if cs == 0 else "")
-        ax.set_title("empty critical section (cs_ns 0)" if cs == 0 else "1 \u00b5s critical section (cs_ns 1000)")
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.set_ylabel(lp.log_label("M acquisitions/s") if cs == workloads[0] else "")
+        ax.set_title("empty critical section (cs_ns 0)" if cs == 0 else
+                     "1 \u00b5s critical section (cs_ns 1000)" if cs == 1000 else f"{cs} ns critical section",
+                     fontsize=10)
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return fig, context
+
+
+def locks_figure(reference: Path, out_dir: Path) -> Path:
+    fig, context = _locks_panels(reference, "full", LOCK_IMPLS, (0, 1000), 11.5)
     return _finish(fig, out_dir / "locks.png",
-                   "Local locks: ours in colour, peers grey and dashed, band = min\u2013max of 5 runs", context)
+                   "Local lock families: ours in colour, peers grey and dashed, band = min\u2013max of 5 runs", context)
+
+
+def parking_lot_figure(reference: Path, out_dir: Path) -> Path:
+    fig, context = _locks_panels(reference, PARKING_FULL, PARKING_IMPLS, (0, 200, 1000), 12.8)
+    return _finish(fig, out_dir / "parking_lot.png",
+                   "One parking substrate under AdaptiveMutex, ReentrantLock and Semaphore; "
+                   "FutexMutex(3-state) is the algorithm it replaced", context)
 
 
 def redis_figure(reference: Path, out_dir: Path) -> Path:
@@ -197,7 +228,7 @@ def write_figures(reference, out_dir=None) -> list:
     out_dir.mkdir(parents=True, exist_ok=True)
     lp.apply_style()
     return [draw(reference, out_dir) for draw in
-            (counters_figure, locks_figure, redis_figure, pinning_figure, faults_figure)]
+            (counters_figure, locks_figure, parking_lot_figure, redis_figure, pinning_figure, faults_figure)]
 
 
 def main(argv=None) -> int:

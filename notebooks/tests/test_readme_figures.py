@@ -72,6 +72,15 @@ class ReadmeFiguresTest(unittest.TestCase):
         with self.assertRaisesRegex(readme_figures.MissingData, "java.synchronized"):
             readme_figures.locks_figure(copy, self.out)
 
+    def test_the_parking_lot_figure_needs_the_algorithm_it_replaced(self):
+        copy = self.out / "reference"
+        shutil.copytree(REFERENCES[-1], copy, ignore=shutil.ignore_patterns("plots", "compare"))
+        locks = copy / readme_figures.PARKING_FULL / "locks.json"
+        locks.write_text(locks.read_text(encoding="utf-8").replace("FutexMutex(3-state)", "FutexMutex(other)"),
+                         encoding="utf-8")
+        with self.assertRaisesRegex(readme_figures.MissingData, r"FutexMutex\(3-state\)"):
+            readme_figures.parking_lot_figure(copy, self.out)
+
 
 if __name__ == "__main__":
     unittest.main()
