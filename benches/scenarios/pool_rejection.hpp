@@ -242,6 +242,9 @@ inline PoolResult run_pool_rejection(redis::Client& client, redis::Client& probe
       acquisitions.fetch_add(1);
       raise_max(max_holders, holders.fetch_add(1) + 1);
       if (now_ns() >= fresh_until_ns.load()) {  // still stale: reload
+        // A task queued before the run's end can find the value stale during
+        // the drain, when no request comes to see it: the period counts here.
+        if (!stale_seen.exchange(true)) stampedes.fetch_add(1);
         std::this_thread::sleep_for(real(c.reload_s));
         fresh_until_ns.store(now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(real(c.fresh_s)).count());
         stale_seen.store(false);
