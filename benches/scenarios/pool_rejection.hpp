@@ -220,7 +220,7 @@ inline PoolResult run_pool_rejection(redis::Client& client, redis::Client& probe
   probe.command({"DEL", c.key});
   redis::PubSubLock lock(client, c.key);
   // The cache: fresh until this time (ns since t0; 0 = stale from the start,
-  // the stampede's trigger). A counter of stampedes: a request that sees
+  // the stampede's trigger). A counter of stampedes: a request (or a refresh task) that sees
   // the value turn stale for the first time since the last reload.
   std::atomic<std::int64_t> fresh_until_ns{0};
   std::atomic<bool> stale_seen{false};
